@@ -1,0 +1,579 @@
+//! `OpDesc`: an op's static description (name, type, input/output tensor descs addressed by
+//! index and by name, attributes, IR metadata) and the compile state filled in along the
+//! pipeline (id, stream, offsets, workspaces, engine). The seed's OpDesc/OpMetadata/IRMetaData.
+
+use std::borrow::Cow;
+
+use crate::attr::{AttrMap, HasAttrs};
+use crate::error::{AnchorSide, IrError, Result};
+use crate::tensor_desc::TensorDesc;
+
+/// How an IR input is declared by the op prototype (GE's IrInputType; the value is the wire value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IrInputKind {
+    Required = 0,
+    Optional = 1,
+    Dynamic = 2,
+}
+
+/// How an IR output is declared (GE's IrOutputType).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IrOutputKind {
+    Required = 0,
+    Dynamic = 1,
+}
+
+/// How a subgraph slot is declared: one instance, or a dynamic number (`branches0`, `branches1`…).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubgraphKind {
+    Static = 0,
+    Dynamic = 1,
+}
+
+impl IrInputKind {
+    pub fn from_value(v: i64) -> Option<Self> {
+        match v {
+            0 => Some(Self::Required),
+            1 => Some(Self::Optional),
+            2 => Some(Self::Dynamic),
+            _ => None,
+        }
+    }
+}
+
+impl IrOutputKind {
+    pub fn from_value(v: i64) -> Option<Self> {
+        match v {
+            0 => Some(Self::Required),
+            1 => Some(Self::Dynamic),
+            _ => None,
+        }
+    }
+}
+
+/// The op prototype's view of an op, copied into each instance (the seed's IRMetaData).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IrMeta {
+    pub inputs: Vec<(String, IrInputKind)>,
+    pub outputs: Vec<(String, IrOutputKind)>,
+    pub attr_names: Vec<String>,
+    pub subgraphs: Vec<(String, SubgraphKind)>,
+}
+
+/// What the compile pipeline fills in (the seed's OpMetadata beyond name/type), including the
+/// legacy OpDef fields GE still round-trips.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CompileState {
+    pub input_offsets: Vec<i64>,
+    pub output_offsets: Vec<i64>,
+    pub workspace: Vec<i64>,
+    pub workspace_bytes: Vec<i64>,
+    pub is_input_const: Vec<bool>,
+    pub engine_name: String,
+    pub kernel_lib_name: String,
+    /// Legacy OpDef fields (`input_name`, `src_name`, `src_index`, `dst_name`, `dst_index`):
+    /// kept for round trips; edges are never built from them.
+    pub legacy_input_names: Vec<String>,
+    pub src_names: Vec<String>,
+    pub src_indexes: Vec<i64>,
+    pub dst_names: Vec<String>,
+    pub dst_indexes: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+struct OpDescExt {
+    ir: IrMeta,
+    compile: CompileState,
+    /// Subgraph instance names by IR subgraph index; "" for an unset slot.
+    subgraph_instances: Vec<String>,
+}
+
+/// One op. Rarely used parts live in a lazily allocated box so that a plain node stays small.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OpDesc {
+    name: String,
+    op_type: String,
+    inputs: Vec<TensorDesc>,
+    /// Same length as `inputs`; "" means unnamed (reported as `__input<i>`, as GE names them).
+    input_names: Vec<Box<str>>,
+    outputs: Vec<TensorDesc>,
+    output_names: Vec<Box<str>>,
+    attrs: AttrMap,
+    id: i64,
+    stream_id: i64,
+    ext: Option<Box<OpDescExt>>,
+}
+
+const UNNAMED_INPUT: &str = "__input";
+const UNNAMED_OUTPUT: &str = "__output";
+
+fn default_port_name<'a>(prefix: &str, names: &'a [Box<str>], i: usize) -> Option<Cow<'a, str>> {
+    let n = names.get(i)?;
+    Some(if n.is_empty() {
+        Cow::Owned(format!("{prefix}{i}"))
+    } else {
+        Cow::Borrowed(n)
+    })
+}
+
+fn find_port(prefix: &str, names: &[Box<str>], name: &str) -> Option<usize> {
+    if let Some(i) = names.iter().position(|n| &**n == name) {
+        return Some(i);
+    }
+    // `__input3` addresses an unnamed desc 3.
+    let i: usize = name.strip_prefix(prefix)?.parse().ok()?;
+    (names.get(i)?.is_empty()).then_some(i)
+}
+
+impl OpDesc {
+    pub fn new(name: impl Into<String>, op_type: impl Into<String>) -> Self {
+        OpDesc {
+            name: name.into(),
+            op_type: op_type.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn set_name(&mut self, name: impl Into<String>) {
+        self.name = name.into();
+    }
+    pub fn op_type(&self) -> &str {
+        &self.op_type
+    }
+    pub fn set_op_type(&mut self, op_type: impl Into<String>) {
+        self.op_type = op_type.into();
+    }
+    /// The topological position, renumbered by sorting.
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+    pub fn set_id(&mut self, id: i64) {
+        self.id = id;
+    }
+    pub fn stream_id(&self) -> i64 {
+        self.stream_id
+    }
+    pub fn set_stream_id(&mut self, id: i64) {
+        self.stream_id = id;
+    }
+
+    // ---- inputs ----
+
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+    pub fn inputs(&self) -> &[TensorDesc] {
+        &self.inputs
+    }
+    pub fn input(&self, i: usize) -> Option<&TensorDesc> {
+        self.inputs.get(i)
+    }
+    pub fn input_mut(&mut self, i: usize) -> Option<&mut TensorDesc> {
+        self.inputs.get_mut(i)
+    }
+    pub fn input_by_name(&self, name: &str) -> Option<&TensorDesc> {
+        self.input_index(name).map(|i| &self.inputs[i])
+    }
+    pub fn input_by_name_mut(&mut self, name: &str) -> Option<&mut TensorDesc> {
+        self.input_index(name).map(move |i| &mut self.inputs[i])
+    }
+    /// Name → index; unnamed descs answer to `__input<i>`.
+    pub fn input_index(&self, name: &str) -> Option<usize> {
+        find_port(UNNAMED_INPUT, &self.input_names, name)
+    }
+    /// Index → name; unnamed descs are `__input<i>`.
+    pub fn input_name(&self, i: usize) -> Option<Cow<'_, str>> {
+        default_port_name(UNNAMED_INPUT, &self.input_names, i)
+    }
+    /// The name as set, "" when unnamed.
+    pub fn raw_input_name(&self, i: usize) -> Option<&str> {
+        self.input_names.get(i).map(|n| &**n)
+    }
+
+    fn check_new_name(&self, side: AnchorSide, name: &str) -> Result<()> {
+        let taken = match side {
+            AnchorSide::In => self.input_index(name).is_some(),
+            AnchorSide::Out => self.output_index(name).is_some(),
+        };
+        if !name.is_empty() && taken {
+            return Err(IrError::DuplicatePortName {
+                op: self.name.clone(),
+                side,
+                name: name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends an input desc; `name` may be "" (unnamed). Returns its index.
+    pub fn add_input(&mut self, name: &str, desc: TensorDesc) -> Result<usize> {
+        self.check_new_name(AnchorSide::In, name)?;
+        self.inputs.push(desc);
+        self.input_names.push(name.into());
+        Ok(self.inputs.len() - 1)
+    }
+
+    /// Inserts an input desc at `index`, shifting later inputs (GE's AddInputDescMiddle);
+    /// index 0 is AddInputDescForward. Unnamed later inputs keep their own `__input<i>` name
+    /// by being given it explicitly, so a name never silently moves to another desc.
+    pub fn insert_input(&mut self, index: usize, name: &str, desc: TensorDesc) -> Result<()> {
+        if index > self.inputs.len() {
+            return Err(IrError::AnchorOutOfRange {
+                node: self.name.clone(),
+                side: AnchorSide::In,
+                index: index as i32,
+                count: self.inputs.len(),
+            });
+        }
+        self.check_new_name(AnchorSide::In, name)?;
+        for i in index..self.input_names.len() {
+            if self.input_names[i].is_empty() {
+                self.input_names[i] = format!("{UNNAMED_INPUT}{i}").into();
+            }
+        }
+        self.inputs.insert(index, desc);
+        self.input_names.insert(index, name.into());
+        Ok(())
+    }
+
+    /// Adds `count` inputs named `<name>0`, `<name>1`, … (GE's AddDynamicInputDesc).
+    pub fn add_dynamic_inputs(&mut self, name: &str, count: usize) -> Result<()> {
+        let names: Vec<String> = (0..count).map(|k| format!("{name}{k}")).collect();
+        for n in &names {
+            self.check_new_name(AnchorSide::In, n)?;
+        }
+        for n in names {
+            self.inputs.push(TensorDesc::default());
+            self.input_names.push(n.into());
+        }
+        Ok(())
+    }
+
+    /// Removes input `index` and returns its desc and name.
+    pub fn remove_input(&mut self, index: usize) -> Option<(String, TensorDesc)> {
+        if index >= self.inputs.len() {
+            return None;
+        }
+        let name = self.input_name(index).map(|n| n.into_owned())?;
+        for i in index + 1..self.input_names.len() {
+            if self.input_names[i].is_empty() {
+                self.input_names[i] = format!("{UNNAMED_INPUT}{i}").into();
+            }
+        }
+        self.input_names.remove(index);
+        Some((name, self.inputs.remove(index)))
+    }
+
+    /// Renames inputs without moving them (GE's UpdateInputName): `names[i]` becomes the name of
+    /// input `i`. The count must match, and names must be unique.
+    pub fn rename_inputs(&mut self, names: &[&str]) -> Result<()> {
+        if names.len() != self.inputs.len() {
+            return Err(IrError::Invalid {
+                what: "input names",
+                value: format!(
+                    "op `{}` has {} inputs, {} names given",
+                    self.name,
+                    self.inputs.len(),
+                    names.len()
+                ),
+            });
+        }
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(IrError::DuplicatePortName {
+                    op: self.name.clone(),
+                    side: AnchorSide::In,
+                    name: n.to_string(),
+                });
+            }
+        }
+        self.input_names = names.iter().map(|n| Box::<str>::from(*n)).collect();
+        Ok(())
+    }
+
+    /// Renames one input.
+    pub fn rename_input(&mut self, index: usize, name: &str) -> Result<()> {
+        if index >= self.inputs.len() {
+            return Err(IrError::AnchorOutOfRange {
+                node: self.name.clone(),
+                side: AnchorSide::In,
+                index: index as i32,
+                count: self.inputs.len(),
+            });
+        }
+        if self.input_index(name).is_some_and(|i| i != index) {
+            return Err(IrError::DuplicatePortName {
+                op: self.name.clone(),
+                side: AnchorSide::In,
+                name: name.to_string(),
+            });
+        }
+        self.input_names[index] = name.into();
+        Ok(())
+    }
+
+    // ---- outputs ----
+
+    pub fn output_count(&self) -> usize {
+        self.outputs.len()
+    }
+    pub fn outputs(&self) -> &[TensorDesc] {
+        &self.outputs
+    }
+    pub fn output(&self, i: usize) -> Option<&TensorDesc> {
+        self.outputs.get(i)
+    }
+    pub fn output_mut(&mut self, i: usize) -> Option<&mut TensorDesc> {
+        self.outputs.get_mut(i)
+    }
+    pub fn output_by_name(&self, name: &str) -> Option<&TensorDesc> {
+        self.output_index(name).map(|i| &self.outputs[i])
+    }
+    pub fn output_index(&self, name: &str) -> Option<usize> {
+        find_port(UNNAMED_OUTPUT, &self.output_names, name)
+    }
+    pub fn output_name(&self, i: usize) -> Option<Cow<'_, str>> {
+        default_port_name(UNNAMED_OUTPUT, &self.output_names, i)
+    }
+    pub fn raw_output_name(&self, i: usize) -> Option<&str> {
+        self.output_names.get(i).map(|n| &**n)
+    }
+    pub fn add_output(&mut self, name: &str, desc: TensorDesc) -> Result<usize> {
+        self.check_new_name(AnchorSide::Out, name)?;
+        self.outputs.push(desc);
+        self.output_names.push(name.into());
+        Ok(self.outputs.len() - 1)
+    }
+    /// Adds `count` outputs named `<name>0`, `<name>1`, … (GE's AddDynamicOutputDesc).
+    pub fn add_dynamic_outputs(&mut self, name: &str, count: usize) -> Result<()> {
+        let names: Vec<String> = (0..count).map(|k| format!("{name}{k}")).collect();
+        for n in &names {
+            self.check_new_name(AnchorSide::Out, n)?;
+        }
+        for n in names {
+            self.outputs.push(TensorDesc::default());
+            self.output_names.push(n.into());
+        }
+        Ok(())
+    }
+    pub fn rename_output(&mut self, index: usize, name: &str) -> Result<()> {
+        if index >= self.outputs.len() {
+            return Err(IrError::AnchorOutOfRange {
+                node: self.name.clone(),
+                side: AnchorSide::Out,
+                index: index as i32,
+                count: self.outputs.len(),
+            });
+        }
+        if self.output_index(name).is_some_and(|i| i != index) {
+            return Err(IrError::DuplicatePortName {
+                op: self.name.clone(),
+                side: AnchorSide::Out,
+                name: name.to_string(),
+            });
+        }
+        self.output_names[index] = name.into();
+        Ok(())
+    }
+    pub fn remove_output(&mut self, index: usize) -> Option<(String, TensorDesc)> {
+        if index >= self.outputs.len() {
+            return None;
+        }
+        let name = self.output_name(index).map(|n| n.into_owned())?;
+        for i in index + 1..self.output_names.len() {
+            if self.output_names[i].is_empty() {
+                self.output_names[i] = format!("{UNNAMED_OUTPUT}{i}").into();
+            }
+        }
+        self.output_names.remove(index);
+        Some((name, self.outputs.remove(index)))
+    }
+
+    /// Builder-style helpers for tests and frontends.
+    pub fn with_input(mut self, name: &str, desc: TensorDesc) -> Self {
+        let _ = self.add_input(name, desc);
+        self
+    }
+    pub fn with_output(mut self, name: &str, desc: TensorDesc) -> Self {
+        let _ = self.add_output(name, desc);
+        self
+    }
+    /// `n` unnamed inputs and `m` unnamed outputs with default descs.
+    pub fn with_ports(mut self, n: usize, m: usize) -> Self {
+        for _ in 0..n {
+            self.inputs.push(TensorDesc::default());
+            self.input_names.push("".into());
+        }
+        for _ in 0..m {
+            self.outputs.push(TensorDesc::default());
+            self.output_names.push("".into());
+        }
+        self
+    }
+
+    // ---- attributes ----
+
+    pub fn attrs(&self) -> &AttrMap {
+        &self.attrs
+    }
+    pub fn attrs_mut(&mut self) -> &mut AttrMap {
+        &mut self.attrs
+    }
+
+    // ---- IR metadata, compile state, subgraphs ----
+
+    fn ext_mut(&mut self) -> &mut OpDescExt {
+        self.ext.get_or_insert_with(Default::default)
+    }
+
+    pub fn ir_meta(&self) -> Option<&IrMeta> {
+        self.ext.as_ref().map(|e| &e.ir)
+    }
+    pub fn ir_meta_mut(&mut self) -> &mut IrMeta {
+        &mut self.ext_mut().ir
+    }
+    pub fn compile_state(&self) -> Option<&CompileState> {
+        self.ext.as_ref().map(|e| &e.compile)
+    }
+    pub fn compile_state_mut(&mut self) -> &mut CompileState {
+        &mut self.ext_mut().compile
+    }
+    pub fn engine_name(&self) -> &str {
+        self.compile_state().map_or("", |c| &c.engine_name)
+    }
+    pub fn set_engine_name(&mut self, name: impl Into<String>) {
+        self.compile_state_mut().engine_name = name.into();
+    }
+    pub fn kernel_lib_name(&self) -> &str {
+        self.compile_state().map_or("", |c| &c.kernel_lib_name)
+    }
+    pub fn set_kernel_lib_name(&mut self, name: impl Into<String>) {
+        self.compile_state_mut().kernel_lib_name = name.into();
+    }
+
+    /// Subgraph instance names by subgraph index ("" = unset slot).
+    pub fn subgraph_instance_names(&self) -> &[String] {
+        self.ext.as_ref().map_or(&[], |e| &e.subgraph_instances)
+    }
+    /// Sets the instance name of subgraph slot `index`, growing the list as needed.
+    pub fn set_subgraph_instance_name(&mut self, index: usize, name: impl Into<String>) {
+        let list = &mut self.ext_mut().subgraph_instances;
+        if list.len() <= index {
+            list.resize(index + 1, String::new());
+        }
+        list[index] = name.into();
+    }
+    /// Appends an instance name; returns its index.
+    pub fn add_subgraph_instance_name(&mut self, name: impl Into<String>) -> usize {
+        let list = &mut self.ext_mut().subgraph_instances;
+        list.push(name.into());
+        list.len() - 1
+    }
+    pub fn remove_subgraph_instance_name(&mut self, name: &str) -> bool {
+        let Some(ext) = self.ext.as_mut() else {
+            return false;
+        };
+        match ext.subgraph_instances.iter().position(|n| n == name) {
+            Some(i) => {
+                ext.subgraph_instances[i].clear();
+                while ext.subgraph_instances.last().is_some_and(|n| n.is_empty()) {
+                    ext.subgraph_instances.pop();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+    pub fn clear_subgraph_instance_names(&mut self) {
+        if let Some(ext) = self.ext.as_mut() {
+            ext.subgraph_instances.clear();
+        }
+    }
+}
+
+impl HasAttrs for OpDesc {
+    fn attrs(&self) -> &AttrMap {
+        &self.attrs
+    }
+    fn attrs_mut(&mut self) -> &mut AttrMap {
+        &mut self.attrs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DataType;
+    use crate::shape::Shape;
+
+    fn desc(d: i64) -> TensorDesc {
+        TensorDesc::new(Shape::new([d]), DataType::Float, Default::default())
+    }
+
+    #[test]
+    fn names_and_indexes_both_ways() {
+        let mut op = OpDesc::new("conv", "Conv2D");
+        op.add_input("x", desc(1)).unwrap();
+        op.add_input("filter", desc(2)).unwrap();
+        op.add_input("", desc(3)).unwrap();
+        assert_eq!(op.input_index("filter"), Some(1));
+        assert_eq!(op.input_name(2).unwrap(), "__input2");
+        assert_eq!(op.input_index("__input2"), Some(2));
+        assert_eq!(op.input_index("__input1"), None);
+        assert!(matches!(
+            op.add_input("x", desc(4)),
+            Err(IrError::DuplicatePortName { .. })
+        ));
+        assert_eq!(op.input_by_name("x").unwrap().shape().dims(), &[1]);
+    }
+
+    #[test]
+    fn insert_in_middle_and_front_keep_names_right() {
+        let mut op = OpDesc::new("n", "T").with_input("a", desc(1)).with_ports(1, 0);
+        op.insert_input(1, "mid", desc(9)).unwrap();
+        op.insert_input(0, "front", desc(0)).unwrap();
+        let names: Vec<String> = (0..op.input_count())
+            .map(|i| op.input_name(i).unwrap().into_owned())
+            .collect();
+        // The unnamed desc that was `__input1` keeps that name after moving to index 3.
+        assert_eq!(names, ["front", "a", "mid", "__input1"]);
+        assert_eq!(op.input_index("mid"), Some(2));
+        assert_eq!(op.input(2).unwrap().shape().dims(), &[9]);
+        assert!(op.insert_input(9, "z", desc(1)).is_err());
+    }
+
+    #[test]
+    fn dynamic_inputs_and_rename_without_moving() {
+        let mut op = OpDesc::new("c", "ConcatD");
+        op.add_dynamic_inputs("x", 3).unwrap();
+        assert_eq!(op.input_index("x2"), Some(2));
+        op.input_mut(1).unwrap().set_shape(Shape::new([7]));
+        op.rename_inputs(&["a", "b", "c"]).unwrap();
+        assert_eq!(op.input_by_name("b").unwrap().shape().dims(), &[7]);
+        assert!(op.rename_inputs(&["a", "a", "c"]).is_err());
+        assert!(op.rename_inputs(&["a"]).is_err());
+        assert!(op.add_dynamic_inputs("a", 1).is_ok()); // a0 is new
+        assert!(op.add_dynamic_inputs("a", 1).is_err()); // a0 again
+    }
+
+    #[test]
+    fn metadata_is_lazy_and_kept() {
+        let mut op = OpDesc::new("n", "If");
+        assert!(op.ir_meta().is_none());
+        assert_eq!(op.engine_name(), "");
+        op.set_engine_name("cpu");
+        op.ir_meta_mut()
+            .inputs
+            .push(("cond".into(), IrInputKind::Required));
+        op.set_subgraph_instance_name(1, "else_branch");
+        op.set_subgraph_instance_name(0, "then_branch");
+        assert_eq!(op.subgraph_instance_names(), ["then_branch", "else_branch"]);
+        assert!(op.remove_subgraph_instance_name("else_branch"));
+        assert_eq!(op.subgraph_instance_names(), ["then_branch"]);
+        assert_eq!(op.engine_name(), "cpu");
+        assert_eq!(IrInputKind::from_value(2), Some(IrInputKind::Dynamic));
+    }
+}
