@@ -7,7 +7,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use rge_ir::{ComputeGraph, DataType, Format, NodeId, OpDesc, Shape, SortMode, SortOptions, TensorDesc};
+use rge_ir::{
+    ComputeGraph, DataType, Format, NodeId, OpDesc, Shape, SortMode, SortOptions, TensorDesc,
+};
 
 /// Counts live heap bytes so that bytes per node is measured, not estimated.
 struct Counting;
@@ -99,20 +101,35 @@ fn main() {
     let t = Instant::now();
     let (mut g, ids) = build(n, &mut rng);
     let build_ns = ns_per(t, n);
-    let bytes = LIVE.load(Ordering::Relaxed) - before - ids.capacity() * std::mem::size_of::<NodeId>();
-    let links: usize = g.nodes_of(g.root()).map(|x| g.node(x).unwrap().in_link_count()).sum();
+    let bytes =
+        LIVE.load(Ordering::Relaxed) - before - ids.capacity() * std::mem::size_of::<NodeId>();
+    let links: usize = g
+        .nodes_of(g.root())
+        .map(|x| g.node(x).unwrap().in_link_count())
+        .sum();
     println!("graph: {n} nodes, {links} links (2 inputs, 1 output per node)");
     println!("build            {build_ns:8.1} ns/node");
-    println!("memory           {:8.1} bytes/node (bar: < 600)", bytes as f64 / n as f64);
+    println!(
+        "memory           {:8.1} bytes/node (bar: < 600)",
+        bytes as f64 / n as f64
+    );
 
-    for mode in [SortMode::Bfs, SortMode::Dfs, SortMode::Rdfs, SortMode::StableRdfs] {
+    for mode in [
+        SortMode::Bfs,
+        SortMode::Dfs,
+        SortMode::Rdfs,
+        SortMode::StableRdfs,
+    ] {
         // Start each sort from a shuffled order so that no mode gets a sorted input for free.
         let mut order: Vec<NodeId> = g.nodes_of(g.root()).collect();
         for i in (1..order.len()).rev() {
             order.swap(i, rng.below(i + 1));
         }
         g.set_node_order(g.root(), &order).unwrap();
-        let opts = SortOptions { mode, ..Default::default() };
+        let opts = SortOptions {
+            mode,
+            ..Default::default()
+        };
         let t = Instant::now();
         g.topological_sort(&opts).unwrap();
         let el = t.elapsed();

@@ -65,7 +65,10 @@ fn attrs_text(a: &AttrMap) -> String {
     if a.is_empty() {
         return String::new();
     }
-    let items: Vec<String> = a.iter().map(|(k, v)| format!("{k}={}", attr_text(v))).collect();
+    let items: Vec<String> = a
+        .iter()
+        .map(|(k, v)| format!("{k}={}", attr_text(v)))
+        .collect();
     format!(" {{{}}}", items.join(", "))
 }
 
@@ -162,8 +165,16 @@ impl ComputeGraph {
         for (n, node) in &self.nodes {
             for (i, peers) in node.out_data.iter().enumerate() {
                 for p in peers {
-                    let style = if p.index == CONTROL_INDEX { ", style=dashed" } else { "" };
-                    let _ = writeln!(out, "  n{} -> n{} [label=\"{i}:{}\"{style}];", ids[n], ids[p.node], p.index);
+                    let style = if p.index == CONTROL_INDEX {
+                        ", style=dashed"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(
+                        out,
+                        "  n{} -> n{} [label=\"{i}:{}\"{style}];",
+                        ids[n], ids[p.node], p.index
+                    );
                 }
             }
             for p in &node.out_ctrl {
@@ -174,15 +185,31 @@ impl ComputeGraph {
         out
     }
 
-    fn dot_cluster(&self, g: GraphId, depth: usize, ids: &slotmap::SecondaryMap<NodeId, usize>, out: &mut String) {
+    fn dot_cluster(
+        &self,
+        g: GraphId,
+        depth: usize,
+        ids: &slotmap::SecondaryMap<NodeId, usize>,
+        out: &mut String,
+    ) {
         let pad = "  ".repeat(depth);
-        let _ = writeln!(out, "{pad}subgraph \"cluster_{}\" {{", self.graphs[g].name.replace('"', "'"));
+        let _ = writeln!(
+            out,
+            "{pad}subgraph \"cluster_{}\" {{",
+            self.graphs[g].name.replace('"', "'")
+        );
         let _ = writeln!(out, "{pad}  label={:?};", self.graphs[g].name);
         self.dot_graph(g, depth + 1, ids, out);
         let _ = writeln!(out, "{pad}}}");
     }
 
-    fn dot_graph(&self, g: GraphId, depth: usize, ids: &slotmap::SecondaryMap<NodeId, usize>, out: &mut String) {
+    fn dot_graph(
+        &self,
+        g: GraphId,
+        depth: usize,
+        ids: &slotmap::SecondaryMap<NodeId, usize>,
+        out: &mut String,
+    ) {
         let pad = "  ".repeat(depth);
         for n in self.nodes_of(g) {
             let node = &self.nodes[n];

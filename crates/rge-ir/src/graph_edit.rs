@@ -118,7 +118,10 @@ impl ComputeGraph {
             if p.node != n
                 && op_types::is_const(c.op_type())
                 && c.all_out_peers().all(|q| q.node == n)
-                && !self.graphs[c.graph].outputs.iter().any(|&(o, _)| o == p.node)
+                && !self.graphs[c.graph]
+                    .outputs
+                    .iter()
+                    .any(|&(o, _)| o == p.node)
                 && !consts.contains(&p.node)
             {
                 consts.push(p.node);
@@ -158,7 +161,11 @@ impl ComputeGraph {
     /// seed's FuseNodeKeepTopo). The new nodes inherit the stream label and super-kernel scope
     /// the originals share, and the core counts of the first original that has them. Edges are
     /// the caller's to move; the originals stay until the caller removes them.
-    pub fn fuse_nodes_keep_topo(&mut self, originals: &[NodeId], fused: Vec<OpDesc>) -> Result<Vec<NodeId>> {
+    pub fn fuse_nodes_keep_topo(
+        &mut self,
+        originals: &[NodeId],
+        fused: Vec<OpDesc>,
+    ) -> Result<Vec<NodeId>> {
         let first = *originals
             .first()
             .ok_or_else(|| IrError::Other("fuse_nodes_keep_topo: no original nodes".into()))?;
@@ -242,7 +249,13 @@ impl ComputeGraph {
     }
 
     /// Inserts an input desc at `index`; later in-data anchors move up one with their links.
-    pub fn insert_input(&mut self, n: NodeId, index: usize, name: &str, desc: TensorDesc) -> Result<()> {
+    pub fn insert_input(
+        &mut self,
+        n: NodeId,
+        index: usize,
+        name: &str,
+        desc: TensorDesc,
+    ) -> Result<()> {
         self.node_ref(n)?;
         self.nodes[n].op.insert_input(index, name, desc)?;
         self.shift_in_anchor_refs(n, index, 1);
@@ -282,7 +295,12 @@ impl ComputeGraph {
         producers.dedup();
         for p in producers {
             let node = &mut self.nodes[p];
-            for e in node.out_data.iter_mut().flatten().chain(node.out_ctrl.iter_mut()) {
+            for e in node
+                .out_data
+                .iter_mut()
+                .flatten()
+                .chain(node.out_ctrl.iter_mut())
+            {
                 if e.node == n && e.index >= from as i32 {
                     e.index += delta;
                 }

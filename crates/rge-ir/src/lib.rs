@@ -58,11 +58,17 @@ pub mod op_types {
 
     /// Graph inputs (GE's `OpTypeUtils::IsDataNode` plus the Recv/Send seeds of the sorter).
     pub fn is_data(op_type: &str) -> bool {
-        matches!(op_type, DATA | REF_DATA | AIPP_DATA | "AnnData" | "MultisliceData")
+        matches!(
+            op_type,
+            DATA | REF_DATA | AIPP_DATA | "AnnData" | "MultisliceData"
+        )
     }
 
     pub fn is_variable(op_type: &str) -> bool {
-        matches!(op_type, VARIABLE | VARIABLE_V2 | "VarHandleOp" | "TemporaryVariable")
+        matches!(
+            op_type,
+            VARIABLE | VARIABLE_V2 | "VarHandleOp" | "TemporaryVariable"
+        )
     }
 
     pub fn is_next_iteration(op_type: &str) -> bool {

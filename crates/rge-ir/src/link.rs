@@ -156,7 +156,13 @@ impl ComputeGraph {
     }
 
     /// GE's RemoveEdge for a data link.
-    pub fn remove_edge(&mut self, src: NodeId, out: usize, dst: NodeId, input: usize) -> Result<()> {
+    pub fn remove_edge(
+        &mut self,
+        src: NodeId,
+        out: usize,
+        dst: NodeId,
+        input: usize,
+    ) -> Result<()> {
         self.unlink(src.out(out), dst.input(input))
     }
 
@@ -225,7 +231,12 @@ impl ComputeGraph {
 
     /// Replaces the source of in-anchor `dst` that is `old_src` by `new_src` (GE's ReplacePeer
     /// and ReplaceEdgeSrc). For an in-data anchor `old_src` must be its current peer.
-    pub fn replace_source(&mut self, old_src: OutAnchor, dst: InAnchor, new_src: OutAnchor) -> Result<()> {
+    pub fn replace_source(
+        &mut self,
+        old_src: OutAnchor,
+        dst: InAnchor,
+        new_src: OutAnchor,
+    ) -> Result<()> {
         if !self.is_linked(old_src, dst) {
             self.check_out_anchor(old_src)?;
             self.check_in_anchor(dst)?;
@@ -246,7 +257,12 @@ impl ComputeGraph {
 
     /// Replaces the destination `old_dst` of `src` by `new_dst`, keeping the place in `src`'s
     /// peer list (GE's ReplaceEdgeDst).
-    pub fn replace_destination(&mut self, src: OutAnchor, old_dst: InAnchor, new_dst: InAnchor) -> Result<()> {
+    pub fn replace_destination(
+        &mut self,
+        src: OutAnchor,
+        old_dst: InAnchor,
+        new_dst: InAnchor,
+    ) -> Result<()> {
         if !self.is_linked(src, old_dst) {
             self.check_out_anchor(src)?;
             self.check_in_anchor(old_dst)?;

@@ -532,7 +532,9 @@ mod tests {
 
     #[test]
     fn insert_in_middle_and_front_keep_names_right() {
-        let mut op = OpDesc::new("n", "T").with_input("a", desc(1)).with_ports(1, 0);
+        let mut op = OpDesc::new("n", "T")
+            .with_input("a", desc(1))
+            .with_ports(1, 0);
         op.insert_input(1, "mid", desc(9)).unwrap();
         op.insert_input(0, "front", desc(0)).unwrap();
         let names: Vec<String> = (0..op.input_count())

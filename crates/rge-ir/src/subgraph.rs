@@ -34,7 +34,11 @@ impl ComputeGraph {
     }
 
     /// `(NetOutput, input index)` of subgraph `g` that produces parent output `index`.
-    pub fn subgraph_output_for_parent_output(&self, g: GraphId, index: i64) -> Option<(NodeId, usize)> {
+    pub fn subgraph_output_for_parent_output(
+        &self,
+        g: GraphId,
+        index: i64,
+    ) -> Option<(NodeId, usize)> {
         let n = self.net_output(g)?;
         let op = &self.nodes[n].op;
         (0..op.input_count())
@@ -85,7 +89,9 @@ impl ComputeGraph {
             return false;
         }
         let outs = |g: &ComputeGraph, v: &[(NodeId, u32)]| -> Vec<(String, u32)> {
-            v.iter().map(|&(n, i)| (g.name_of(n).to_string(), i)).collect()
+            v.iter()
+                .map(|&(n, i)| (g.name_of(n).to_string(), i))
+                .collect()
         };
         if outs(self, &da.outputs) != outs(other, &db.outputs) {
             return false;
@@ -99,14 +105,22 @@ impl ComputeGraph {
                 n.in_data
                     .iter()
                     .map(|p| p.map(|p| (g.name_of(p.node).to_string(), p.index)))
-                    .chain(n.in_ctrl.iter().map(|p| Some((g.name_of(p.node).to_string(), p.index))))
+                    .chain(
+                        n.in_ctrl
+                            .iter()
+                            .map(|p| Some((g.name_of(p.node).to_string(), p.index))),
+                    )
                     .collect()
             };
             let outs = |g: &ComputeGraph, n: &crate::node::Node| -> Vec<Vec<(String, i32)>> {
                 n.out_data
                     .iter()
                     .chain(std::iter::once(&n.out_ctrl))
-                    .map(|ps| ps.iter().map(|p| (g.name_of(p.node).to_string(), p.index)).collect())
+                    .map(|ps| {
+                        ps.iter()
+                            .map(|p| (g.name_of(p.node).to_string(), p.index))
+                            .collect()
+                    })
                     .collect()
             };
             if ins(self, nx) != ins(other, ny) || outs(self, nx) != outs(other, ny) {

@@ -52,10 +52,17 @@ impl ComputeGraph {
                     break;
                 };
                 if node.graph != g {
-                    p.push(format!("order of graph `{}` holds node `{}` of another graph", d.name, node.name()));
+                    p.push(format!(
+                        "order of graph `{}` holds node `{}` of another graph",
+                        d.name,
+                        node.name()
+                    ));
                 }
                 if node.prev != prev {
-                    p.push(format!("node `{}` has a wrong back link in the order", node.name()));
+                    p.push(format!(
+                        "node `{}` has a wrong back link in the order",
+                        node.name()
+                    ));
                 }
                 count += 1;
                 if count > self.nodes.len() {
@@ -69,7 +76,10 @@ impl ComputeGraph {
                 p.push(format!("graph `{}` has a wrong last node", d.name));
             }
             if count != d.len {
-                p.push(format!("graph `{}` counts {} nodes, its order holds {count}", d.name, d.len));
+                p.push(format!(
+                    "graph `{}` counts {} nodes, its order holds {count}",
+                    d.name, d.len
+                ));
             }
             if d.names.len() != d.len {
                 p.push(format!(
@@ -91,7 +101,10 @@ impl ComputeGraph {
             total += count;
         }
         if total != self.nodes.len() {
-            p.push(format!("{} nodes exist, the graph orders hold {total}", self.nodes.len()));
+            p.push(format!(
+                "{} nodes exist, the graph orders hold {total}",
+                self.nodes.len()
+            ));
         }
     }
 
@@ -100,7 +113,9 @@ impl ComputeGraph {
         if a.index == CONTROL_INDEX {
             Some(&n.out_ctrl)
         } else {
-            n.out_data.get(usize::try_from(a.index).ok()?).map(|v| v.as_slice())
+            n.out_data
+                .get(usize::try_from(a.index).ok()?)
+                .map(|v| v.as_slice())
         }
     }
 
@@ -146,14 +161,20 @@ impl ComputeGraph {
                         ));
                     }
                     if self.nodes[src.node].graph != node.graph {
-                        p.push(format!("`{name}` is linked from another graph's node `{}`", self.name_of(src.node)));
+                        p.push(format!(
+                            "`{name}` is linked from another graph's node `{}`",
+                            self.name_of(src.node)
+                        ));
                     }
                 }
             }
         }
         for (k, s) in node.in_ctrl.iter().enumerate() {
             if node.in_ctrl[..k].contains(s) {
-                p.push(format!("in-control anchor of `{name}` lists `{}` twice", self.name_of(s.node)));
+                p.push(format!(
+                    "in-control anchor of `{name}` lists `{}` twice",
+                    self.name_of(s.node)
+                ));
             }
         }
         let outs = node
@@ -165,10 +186,18 @@ impl ComputeGraph {
         for (src, list) in outs {
             for (k, dst) in list.iter().enumerate() {
                 if list[..k].contains(dst) {
-                    p.push(format!("output {} of `{name}` lists `{}:{}` twice", src.index, self.name_of(dst.node), dst.index));
+                    p.push(format!(
+                        "output {} of `{name}` lists `{}:{}` twice",
+                        src.index,
+                        self.name_of(dst.node),
+                        dst.index
+                    ));
                 }
                 let Some(peer) = self.nodes.get(dst.node) else {
-                    p.push(format!("output {} of `{name}` points at a removed node", src.index));
+                    p.push(format!(
+                        "output {} of `{name}` points at a removed node",
+                        src.index
+                    ));
                     continue;
                 };
                 let back = if dst.index == CONTROL_INDEX {
@@ -195,17 +224,27 @@ impl ComputeGraph {
         for (g, d) in &self.graphs {
             for &n in &d.inputs {
                 if self.nodes.get(n).is_none_or(|x| x.graph != g) {
-                    p.push(format!("input list of graph `{}` names a node not in it", d.name));
+                    p.push(format!(
+                        "input list of graph `{}` names a node not in it",
+                        d.name
+                    ));
                 }
             }
             for &(n, i) in &d.outputs {
                 match self.nodes.get(n) {
                     Some(x) if x.graph == g => {
                         if !x.out_data.is_empty() && i as usize >= x.out_data.len() {
-                            p.push(format!("graph `{}` outputs `{}:{i}`, which has no such output", d.name, x.name()));
+                            p.push(format!(
+                                "graph `{}` outputs `{}:{i}`, which has no such output",
+                                d.name,
+                                x.name()
+                            ));
                         }
                     }
-                    _ => p.push(format!("output list of graph `{}` names a node not in it", d.name)),
+                    _ => p.push(format!(
+                        "output list of graph `{}` names a node not in it",
+                        d.name
+                    )),
                 }
             }
         }
@@ -245,7 +284,10 @@ impl ComputeGraph {
                             ));
                         }
                         if d.parent_graph != Some(parent.graph) {
-                            p.push(format!("subgraph `{}` has a parent graph other than its parent node's", d.name));
+                            p.push(format!(
+                                "subgraph `{}` has a parent graph other than its parent node's",
+                                d.name
+                            ));
                         }
                     }
                 }
@@ -260,12 +302,22 @@ impl ComputeGraph {
                     continue;
                 }
                 match self.subgraph_names.get(s) {
-                    None => p.push(format!("node `{}` names missing subgraph `{s}`", node.name())),
+                    None => p.push(format!(
+                        "node `{}` names missing subgraph `{s}`",
+                        node.name()
+                    )),
                     Some(&g) => {
-                        if self.graphs.get(g).and_then(|d| d.parent_node).map(|pn| self.name_of(pn))
+                        if self
+                            .graphs
+                            .get(g)
+                            .and_then(|d| d.parent_node)
+                            .map(|pn| self.name_of(pn))
                             != Some(node.name())
                         {
-                            p.push(format!("subgraph `{s}` of node `{}` has another parent", node.name()));
+                            p.push(format!(
+                                "subgraph `{s}` of node `{}` has another parent",
+                                node.name()
+                            ));
                         }
                     }
                 }

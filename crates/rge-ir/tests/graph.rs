@@ -28,7 +28,10 @@ fn link_rules_and_peer_access() {
     assert!(err.to_string().contains("`c`") && err.to_string().contains("a:0"));
     // Out of range names the node and anchor.
     let err = g.add_edge(b, 3, c, 1).unwrap_err();
-    assert!(err.to_string().contains("`b`") && err.to_string().contains('3'), "{err}");
+    assert!(
+        err.to_string().contains("`b`") && err.to_string().contains('3'),
+        "{err}"
+    );
     let err = g.add_edge(b, 0, c, 2).unwrap_err();
     assert!(matches!(err, IrError::AnchorOutOfRange { index: 2, .. }));
     g.add_edge(b, 0, c, 1).unwrap();
@@ -49,7 +52,10 @@ fn link_rules_and_peer_access() {
     assert_eq!(g.node(e).unwrap().in_ctrl_peers(), &[c.out(0)]);
     g.unlink(c.out(0), e.in_ctrl()).unwrap();
     g.unlink(d.out_ctrl(), e.input(0)).unwrap();
-    assert!(matches!(g.unlink(d.out_ctrl(), e.input(0)), Err(IrError::NotLinked { .. })));
+    assert!(matches!(
+        g.unlink(d.out_ctrl(), e.input(0)),
+        Err(IrError::NotLinked { .. })
+    ));
     g.verify().unwrap();
     assert_eq!(g.node(e).unwrap().in_link_count(), 0);
 }
@@ -80,7 +86,10 @@ fn duplicate_names_per_graph() {
     let s = g.add_subgraph(p, 0, "s").unwrap();
     // The same name in another graph is fine.
     g.add_node(s, op("x", "Data", 0, 1)).unwrap();
-    assert!(g.add_subgraph(p, 1, "s").is_err(), "subgraph names are unique");
+    assert!(
+        g.add_subgraph(p, 1, "s").is_err(),
+        "subgraph names are unique"
+    );
     let y = add(&mut g, "y", "Data", 0, 1);
     assert!(g.rename_node(y, "x").is_err());
     g.rename_node(y, "z").unwrap();
@@ -98,16 +107,22 @@ fn insert_node_into_link_keeps_fanout_position() {
     g.add_edge(a, 0, b, 0).unwrap();
     g.add_edge(a, 0, c, 0).unwrap();
     let cast = add(&mut g, "cast", "Cast", 1, 1);
-    g.insert_node_between(a.out(0), b.input(0), cast, 0, 0).unwrap();
+    g.insert_node_between(a.out(0), b.input(0), cast, 0, 0)
+        .unwrap();
     g.verify().unwrap();
-    assert_eq!(g.node(a).unwrap().peers_of_output(0), &[cast.input(0), c.input(0)]);
+    assert_eq!(
+        g.node(a).unwrap().peers_of_output(0),
+        &[cast.input(0), c.input(0)]
+    );
     assert_eq!(g.node(b).unwrap().peer_of_input(0), Some(cast.out(0)));
     // A failed insert changes nothing.
     let before = g.dump_text();
     let busy = add(&mut g, "busy", "Relu", 1, 1);
     g.add_edge(a, 0, busy, 0).unwrap();
     let snapshot = g.dump_text();
-    assert!(g.insert_node_between(a.out(0), c.input(0), busy, 0, 0).is_err());
+    assert!(g
+        .insert_node_between(a.out(0), c.input(0), busy, 0, 0)
+        .is_err());
     assert_eq!(g.dump_text(), snapshot);
     assert_ne!(before, snapshot);
     g.verify().unwrap();
@@ -125,14 +140,17 @@ fn replace_source_and_destination() {
     g.verify().unwrap();
     assert_eq!(g.node(c).unwrap().peer_of_input(0), Some(b.out(0)));
     assert!(g.node(a).unwrap().peers_of_output(0).is_empty());
-    g.replace_destination(b.out(0), c.input(0), d.input(0)).unwrap();
+    g.replace_destination(b.out(0), c.input(0), d.input(0))
+        .unwrap();
     g.verify().unwrap();
     assert_eq!(g.node(d).unwrap().peer_of_input(0), Some(b.out(0)));
     assert_eq!(g.node(c).unwrap().peer_of_input(0), None);
     g.add_edge(a, 0, c, 0).unwrap();
     // new_dst busy → error, nothing changes.
     let snap = g.dump_text();
-    assert!(g.replace_destination(b.out(0), d.input(0), c.input(0)).is_err());
+    assert!(g
+        .replace_destination(b.out(0), d.input(0), c.input(0))
+        .is_err());
     assert_eq!(g.dump_text(), snap);
     g.move_output_edges(a, b).unwrap();
     g.verify().unwrap();
@@ -164,8 +182,16 @@ fn remove_node_bypasses_and_drops_private_consts() {
     // w was used only by mul: gone; x now feeds add directly; control order kept.
     assert!(g.find_node(g.root(), "w").is_none());
     assert_eq!(g.node(add_n).unwrap().peer_of_input(0), Some(x.out(0)));
-    assert!(g.node(ctrl).unwrap().out_ctrl_peers().contains(&add_n.in_ctrl()));
-    assert!(g.node(x).unwrap().out_ctrl_peers().contains(&after.in_ctrl()));
+    assert!(g
+        .node(ctrl)
+        .unwrap()
+        .out_ctrl_peers()
+        .contains(&add_n.in_ctrl()));
+    assert!(g
+        .node(x)
+        .unwrap()
+        .out_ctrl_peers()
+        .contains(&after.in_ctrl()));
     assert!(g.output_nodes(g.root()).is_empty());
     // shared has another consumer: removing add keeps it.
     g.remove_node(add_n).unwrap();
@@ -194,7 +220,10 @@ fn isolate_with_io_map_and_bad_map() {
     g.verify().unwrap();
     assert_eq!(g.node(c).unwrap().peer_of_input(0), Some(b.out(0)));
     assert_eq!(g.node(d).unwrap().peer_of_input(0), Some(a.out(0)));
-    assert_eq!(g.node(sw).unwrap().in_link_count() + g.node(sw).unwrap().out_link_count(), 0);
+    assert_eq!(
+        g.node(sw).unwrap().in_link_count() + g.node(sw).unwrap().out_link_count(),
+        0
+    );
 }
 
 #[test]
@@ -205,9 +234,13 @@ fn insert_and_remove_inputs_move_links() {
     let cat = add(&mut g, "cat", "Concat", 2, 1);
     g.add_edge(a, 0, cat, 0).unwrap();
     g.add_edge(b, 0, cat, 1).unwrap();
-    g.insert_input(cat, 0, "axis", TensorDesc::default()).unwrap();
+    g.insert_input(cat, 0, "axis", TensorDesc::default())
+        .unwrap();
     g.verify().unwrap();
-    assert_eq!(g.node(cat).unwrap().input_peers(), &[None, Some(a.out(0)), Some(b.out(0))]);
+    assert_eq!(
+        g.node(cat).unwrap().input_peers(),
+        &[None, Some(a.out(0)), Some(b.out(0))]
+    );
     assert_eq!(g.op(cat).unwrap().input_index("axis"), Some(0));
     g.remove_input(cat, 1).unwrap();
     g.verify().unwrap();
@@ -216,7 +249,10 @@ fn insert_and_remove_inputs_move_links() {
     let i = g.append_input(cat, "", TensorDesc::default()).unwrap();
     g.add_edge(a, 0, cat, i).unwrap();
     g.verify().unwrap();
-    assert_eq!(g.node(cat).unwrap().input_peers(), &[None, Some(b.out(0)), Some(a.out(0))]);
+    assert_eq!(
+        g.node(cat).unwrap().input_peers(),
+        &[None, Some(b.out(0)), Some(a.out(0))]
+    );
 }
 
 #[test]
@@ -228,7 +264,10 @@ fn same_producer_on_two_inputs_survives_insert() {
     g.add_edge(a, 0, m, 1).unwrap();
     g.insert_input(m, 1, "mid", TensorDesc::default()).unwrap();
     g.verify().unwrap();
-    assert_eq!(g.node(m).unwrap().input_peers(), &[Some(a.out(0)), None, Some(a.out(0))]);
+    assert_eq!(
+        g.node(m).unwrap().input_peers(),
+        &[Some(a.out(0)), None, Some(a.out(0))]
+    );
     g.remove_input(m, 0).unwrap();
     g.verify().unwrap();
     assert_eq!(g.node(m).unwrap().input_peers(), &[None, Some(a.out(0))]);
@@ -244,7 +283,10 @@ fn fuse_keeps_topological_position_and_inherits() {
     for n in [conv, relu] {
         g.op_mut(n).unwrap().attrs_mut().set("_stream_label", "s1");
     }
-    g.op_mut(relu).unwrap().attrs_mut().set("_op_aicore_num", 4i64);
+    g.op_mut(relu)
+        .unwrap()
+        .attrs_mut()
+        .set("_op_aicore_num", 4i64);
     g.add_edge(x, 0, conv, 0).unwrap();
     g.add_edge(conv, 0, relu, 0).unwrap();
     g.add_edge(relu, 0, out, 0).unwrap();
@@ -252,9 +294,15 @@ fn fuse_keeps_topological_position_and_inherits() {
         .fuse_nodes_keep_topo(&[relu, conv], vec![op("conv_relu", "Conv2DRelu", 1, 1)])
         .unwrap();
     let f = fused[0];
-    assert_eq!(g.node_names(g.root()), ["x", "conv_relu", "conv", "relu", "out"]);
+    assert_eq!(
+        g.node_names(g.root()),
+        ["x", "conv_relu", "conv", "relu", "out"]
+    );
     let attrs = g.op(f).unwrap().attrs();
-    assert_eq!(attrs.get("_stream_label"), Some(&AttrValue::String("s1".into())));
+    assert_eq!(
+        attrs.get("_stream_label"),
+        Some(&AttrValue::String("s1".into()))
+    );
     assert_eq!(attrs.get_int("_op_aicore_num").unwrap(), Some(4));
     // The caller moves edges and removes the originals.
     g.unlink(x.out(0), conv.input(0)).unwrap();
@@ -285,7 +333,10 @@ fn subgraphs_parent_links_and_io_mapping() {
         let d = g.add_node(sg, data).unwrap();
         let r = g.add_node(sg, op("r", "Relu", 1, 1)).unwrap();
         let mut no = op("out", "NetOutput", 1, 0);
-        no.input_mut(0).unwrap().attrs_mut().set(PARENT_NODE_INDEX, 0i64);
+        no.input_mut(0)
+            .unwrap()
+            .attrs_mut()
+            .set(PARENT_NODE_INDEX, 0i64);
         let o = g.add_node(sg, no).unwrap();
         g.add_edge(d, 0, r, 0).unwrap();
         g.add_edge(r, 0, o, 0).unwrap();
@@ -295,15 +346,25 @@ fn subgraphs_parent_links_and_io_mapping() {
     }
     assert_eq!(g.parent_node(then_g), Some(iff));
     assert_eq!(g.parent_graph(else_g), Some(g.root()));
-    assert_eq!(g.op(iff).unwrap().subgraph_instance_names(), ["then", "else"]);
+    assert_eq!(
+        g.op(iff).unwrap().subgraph_instance_names(),
+        ["then", "else"]
+    );
     assert_eq!(g.node_subgraphs(iff), vec![then_g, else_g]);
     // Nested subgraph.
     let inner_parent = g.find_node(then_g, "r").unwrap();
     let nested = g.add_subgraph(inner_parent, 0, "nested").unwrap();
     g.add_node(nested, op("deep", "NoOp", 0, 0)).unwrap();
     g.verify().unwrap();
-    let all: Vec<&str> = g.all_nodes(g.root()).iter().map(|&n| g.name_of(n)).collect();
-    assert_eq!(all, ["cond", "x", "if", "arg", "r", "deep", "out", "arg", "r", "out"]);
+    let all: Vec<&str> = g
+        .all_nodes(g.root())
+        .iter()
+        .map(|&n| g.name_of(n))
+        .collect();
+    assert_eq!(
+        all,
+        ["cond", "x", "if", "arg", "r", "deep", "out", "arg", "r", "out"]
+    );
     // Deep copy is independent and equal.
     let copy = g.clone();
     assert_eq!(copy, g);
@@ -339,7 +400,8 @@ fn structural_equality_sees_edges_and_attrs() {
     assert_ne!(build("x"), build("y"));
     let mut g = build("x");
     let a = g.find_node(g.root(), "a").unwrap();
-    g.add_control_edge(a, g.find_node(g.root(), "b").unwrap()).unwrap();
+    g.add_control_edge(a, g.find_node(g.root(), "b").unwrap())
+        .unwrap();
     assert_ne!(g, build("x"));
 }
 

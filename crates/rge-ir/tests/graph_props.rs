@@ -6,23 +6,72 @@ use rge_ir::{ComputeGraph, GraphId, NodeId, OpDesc, TensorDesc};
 
 #[derive(Debug, Clone)]
 enum Step {
-    Add { ins: usize, outs: usize, konst: bool },
-    AddInSubgraph { ins: usize, outs: usize, pick: usize },
+    Add {
+        ins: usize,
+        outs: usize,
+        konst: bool,
+    },
+    AddInSubgraph {
+        ins: usize,
+        outs: usize,
+        pick: usize,
+    },
     Remove(usize),
-    Link { src: usize, out: usize, dst: usize, input: usize },
-    Control { src: usize, dst: usize },
-    DataToControl { src: usize, out: usize, dst: usize },
+    Link {
+        src: usize,
+        out: usize,
+        dst: usize,
+        input: usize,
+    },
+    Control {
+        src: usize,
+        dst: usize,
+    },
+    DataToControl {
+        src: usize,
+        out: usize,
+        dst: usize,
+    },
     Unlink(usize),
-    Insert { link: usize, node: usize },
-    ReplaceSource { link: usize, src: usize, out: usize },
-    ReplaceDestination { link: usize, dst: usize, input: usize },
-    Fuse { a: usize, b: usize },
-    InsertInput { node: usize, at: usize },
-    RemoveInput { node: usize, at: usize },
+    Insert {
+        link: usize,
+        node: usize,
+    },
+    ReplaceSource {
+        link: usize,
+        src: usize,
+        out: usize,
+    },
+    ReplaceDestination {
+        link: usize,
+        dst: usize,
+        input: usize,
+    },
+    Fuse {
+        a: usize,
+        b: usize,
+    },
+    InsertInput {
+        node: usize,
+        at: usize,
+    },
+    RemoveInput {
+        node: usize,
+        at: usize,
+    },
     Isolate(usize),
-    MoveOutputs { from: usize, to: usize },
-    Subgraph { node: usize, slot: usize },
-    Rename { node: usize, to: usize },
+    MoveOutputs {
+        from: usize,
+        to: usize,
+    },
+    Subgraph {
+        node: usize,
+        slot: usize,
+    },
+    Rename {
+        node: usize,
+        to: usize,
+    },
     Copy,
 }
 
@@ -68,7 +117,11 @@ fn links(g: &ComputeGraph) -> Vec<(NodeId, i32, NodeId, i32)> {
         for (i, ps) in (0..node.out_data_count()).map(|i| (i as i32, node.peers_of_output(i))) {
             out.extend(ps.iter().map(|p| (n, i, p.node, p.index)));
         }
-        out.extend(node.out_ctrl_peers().iter().map(|p| (n, -1, p.node, p.index)));
+        out.extend(
+            node.out_ctrl_peers()
+                .iter()
+                .map(|p| (n, -1, p.node, p.index)),
+        );
     }
     out
 }
@@ -87,7 +140,12 @@ fn apply(g: &mut ComputeGraph, s: &Step, counter: &mut usize) -> Result<(), rge_
     match *s {
         Step::Add { ins, outs, konst } => {
             let ty = if konst { "Const" } else { "Op" };
-            let o = op(counter, if konst { 0 } else { ins }, outs.max(konst as usize), ty);
+            let o = op(
+                counter,
+                if konst { 0 } else { ins },
+                outs.max(konst as usize),
+                ty,
+            );
             g.add_node(g.root(), o).map(|_| ())
         }
         Step::AddInSubgraph { ins, outs, pick: p } => {
@@ -96,32 +154,59 @@ fn apply(g: &mut ComputeGraph, s: &Step, counter: &mut usize) -> Result<(), rge_
             g.add_node(sg, op(counter, ins, outs, "Op")).map(|_| ())
         }
         Step::Remove(i) => g.remove_node(node(i)?).map(|_| ()),
-        Step::Link { src, out, dst, input } => {
-            g.add_edge(node(src)?, out, node(dst)?, input)
-        }
+        Step::Link {
+            src,
+            out,
+            dst,
+            input,
+        } => g.add_edge(node(src)?, out, node(dst)?, input),
         Step::Control { src, dst } => g.add_control_edge(node(src)?, node(dst)?),
         Step::DataToControl { src, out, dst } => g.link(node(src)?.out(out), node(dst)?.in_ctrl()),
         Step::Unlink(i) => {
             let (s, si, d, di) = link(i)?;
-            g.unlink(OutAnchor { node: s, index: si }, InAnchor { node: d, index: di })
+            g.unlink(
+                OutAnchor { node: s, index: si },
+                InAnchor { node: d, index: di },
+            )
         }
         Step::Insert { link: l, node: n } => {
             let (s, si, d, di) = link(l)?;
-            g.insert_node_between(OutAnchor { node: s, index: si }, InAnchor { node: d, index: di }, node(n)?, 0, 0)
+            g.insert_node_between(
+                OutAnchor { node: s, index: si },
+                InAnchor { node: d, index: di },
+                node(n)?,
+                0,
+                0,
+            )
         }
         Step::ReplaceSource { link: l, src, out } => {
             let (s, si, d, di) = link(l)?;
-            g.replace_source(OutAnchor { node: s, index: si }, InAnchor { node: d, index: di }, node(src)?.out(out))
+            g.replace_source(
+                OutAnchor { node: s, index: si },
+                InAnchor { node: d, index: di },
+                node(src)?.out(out),
+            )
         }
-        Step::ReplaceDestination { link: l, dst, input } => {
+        Step::ReplaceDestination {
+            link: l,
+            dst,
+            input,
+        } => {
             let (s, si, d, di) = link(l)?;
-            g.replace_destination(OutAnchor { node: s, index: si }, InAnchor { node: d, index: di }, node(dst)?.input(input))
+            g.replace_destination(
+                OutAnchor { node: s, index: si },
+                InAnchor { node: d, index: di },
+                node(dst)?.input(input),
+            )
         }
         Step::Fuse { a, b } => {
             let fused = op(counter, 1, 1, "Fused");
-            g.fuse_nodes_keep_topo(&[node(a)?, node(b)?], vec![fused]).map(|_| ())
+            g.fuse_nodes_keep_topo(&[node(a)?, node(b)?], vec![fused])
+                .map(|_| ())
         }
-        Step::InsertInput { node: n, at } => g.insert_input(node(n)?, at, "", TensorDesc::default()),
+        Step::InsertInput { node: n, at } => {
+            g.insert_input(node(n)?, at, "", TensorDesc::default())
+        }
         Step::RemoveInput { node: n, at } => g.remove_input(node(n)?, at).map(|_| ()),
         Step::Isolate(n) => {
             let n = node(n)?;
@@ -131,7 +216,8 @@ fn apply(g: &mut ComputeGraph, s: &Step, counter: &mut usize) -> Result<(), rge_
         Step::MoveOutputs { from, to } => g.move_output_edges(node(from)?, node(to)?),
         Step::Subgraph { node: n, slot } => {
             *counter += 1;
-            g.add_subgraph(node(n)?, slot, format!("sg{counter}")).map(|_| ())
+            g.add_subgraph(node(n)?, slot, format!("sg{counter}"))
+                .map(|_| ())
         }
         Step::Rename { node: n, to } => {
             let target = g.name_of(node(to)?).to_string();
