@@ -13,6 +13,7 @@ pub mod graph;
 mod graph_edit;
 mod layout;
 mod link;
+mod ports;
 pub mod node;
 pub mod op_desc;
 pub mod shape;

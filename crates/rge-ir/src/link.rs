@@ -4,6 +4,7 @@
 use crate::error::{AnchorSide, IrError, Result};
 use crate::graph::ComputeGraph;
 use crate::node::{InAnchor, NodeId, OutAnchor, CONTROL_INDEX};
+use crate::ports::push_small;
 
 impl ComputeGraph {
     fn check_out_anchor(&self, a: OutAnchor) -> Result<()> {
@@ -102,13 +103,13 @@ impl ComputeGraph {
     pub(crate) fn link_unchecked(&mut self, src: OutAnchor, dst: InAnchor) {
         let s = &mut self.nodes[src.node];
         if src.index == CONTROL_INDEX {
-            s.out_ctrl.push(dst);
+            push_small(&mut s.out_ctrl, dst);
         } else {
-            s.out_data[src.index as usize].push(dst);
+            push_small(&mut s.out_data[src.index as usize], dst);
         }
         let d = &mut self.nodes[dst.node];
         if dst.index == CONTROL_INDEX {
-            d.in_ctrl.push(src);
+            push_small(&mut d.in_ctrl, src);
         } else {
             d.in_data[dst.index as usize] = Some(src);
         }

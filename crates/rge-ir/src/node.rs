@@ -3,6 +3,7 @@
 //! index -1 is the node's control anchor.
 
 use slotmap::new_key_type;
+use smallvec::SmallVec;
 
 use crate::op_desc::OpDesc;
 
@@ -78,9 +79,11 @@ pub struct Node {
     pub(crate) prev: Option<NodeId>,
     pub(crate) next: Option<NodeId>,
     /// Per in-data anchor: its one peer (an out-data anchor, or an out-control anchor).
-    pub(crate) in_data: Vec<Option<OutAnchor>>,
+    /// Inline for up to two inputs: most nodes have one or two.
+    pub(crate) in_data: SmallVec<[Option<OutAnchor>; 2]>,
     /// Per out-data anchor: its peers in link order (in-data anchors or in-control anchors).
-    pub(crate) out_data: Vec<Vec<InAnchor>>,
+    /// Inline for one output: most nodes have one.
+    pub(crate) out_data: SmallVec<[Vec<InAnchor>; 1]>,
     /// Peers of the in-control anchor.
     pub(crate) in_ctrl: Vec<OutAnchor>,
     /// Peers of the out-control anchor.
@@ -89,8 +92,8 @@ pub struct Node {
 
 impl Node {
     pub(crate) fn new(op: OpDesc, graph: crate::graph::GraphId) -> Self {
-        let in_data = vec![None; op.input_count()];
-        let out_data = vec![Vec::new(); op.output_count()];
+        let in_data = smallvec::smallvec![None; op.input_count()];
+        let out_data = (0..op.output_count()).map(|_| Vec::new()).collect();
         Node {
             op,
             graph,

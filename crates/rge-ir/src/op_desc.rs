@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use crate::attr::{AttrMap, HasAttrs};
 use crate::error::{AnchorSide, IrError, Result};
+use crate::ports::Ports;
 use crate::tensor_desc::TensorDesc;
 
 /// How an IR input is declared by the op prototype (GE's IrInputType; the value is the wire value).
@@ -86,50 +87,48 @@ struct OpDescExt {
     compile: CompileState,
     /// Subgraph instance names by IR subgraph index; "" for an unset slot.
     subgraph_instances: Vec<String>,
+    stream_id: i64,
 }
 
 /// One op. Rarely used parts live in a lazily allocated box so that a plain node stays small.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct OpDesc {
-    name: String,
-    op_type: String,
-    inputs: Vec<TensorDesc>,
-    /// Same length as `inputs`; "" means unnamed (reported as `__input<i>`, as GE names them).
-    input_names: Vec<Box<str>>,
-    outputs: Vec<TensorDesc>,
-    output_names: Vec<Box<str>>,
+    name: Box<str>,
+    op_type: Box<str>,
+    /// Unnamed ports are reported as `__input<i>` / `__output<i>`, as GE names them.
+    inputs: Ports,
+    outputs: Ports,
     attrs: AttrMap,
     id: i64,
-    stream_id: i64,
     ext: Option<Box<OpDescExt>>,
+}
+
+impl PartialEq for OpDesc {
+    fn eq(&self, other: &Self) -> bool {
+        // A box holding only defaults equals no box.
+        let ext_eq = match (&self.ext, &other.ext) {
+            (Some(a), Some(b)) => a == b,
+            (Some(x), None) | (None, Some(x)) => **x == OpDescExt::default(),
+            (None, None) => true,
+        };
+        self.name == other.name
+            && self.op_type == other.op_type
+            && self.id == other.id
+            && self.inputs == other.inputs
+            && self.outputs == other.outputs
+            && self.attrs == other.attrs
+            && ext_eq
+    }
 }
 
 const UNNAMED_INPUT: &str = "__input";
 const UNNAMED_OUTPUT: &str = "__output";
 
-fn default_port_name<'a>(prefix: &str, names: &'a [Box<str>], i: usize) -> Option<Cow<'a, str>> {
-    let n = names.get(i)?;
-    Some(if n.is_empty() {
-        Cow::Owned(format!("{prefix}{i}"))
-    } else {
-        Cow::Borrowed(n)
-    })
-}
-
-fn find_port(prefix: &str, names: &[Box<str>], name: &str) -> Option<usize> {
-    if let Some(i) = names.iter().position(|n| &**n == name) {
-        return Some(i);
-    }
-    // `__input3` addresses an unnamed desc 3.
-    let i: usize = name.strip_prefix(prefix)?.parse().ok()?;
-    (names.get(i)?.is_empty()).then_some(i)
-}
-
 impl OpDesc {
     pub fn new(name: impl Into<String>, op_type: impl Into<String>) -> Self {
         OpDesc {
-            name: name.into(),
-            op_type: op_type.into(),
+            name: name.into().into_boxed_str(),
+            op_type: op_type.into().into_boxed_str(),
             ..Default::default()
         }
     }
@@ -138,13 +137,13 @@ impl OpDesc {
         &self.name
     }
     pub fn set_name(&mut self, name: impl Into<String>) {
-        self.name = name.into();
+        self.name = name.into().into_boxed_str();
     }
     pub fn op_type(&self) -> &str {
         &self.op_type
     }
     pub fn set_op_type(&mut self, op_type: impl Into<String>) {
-        self.op_type = op_type.into();
+        self.op_type = op_type.into().into_boxed_str();
     }
     /// The topological position, renumbered by sorting.
     pub fn id(&self) -> i64 {
@@ -154,10 +153,12 @@ impl OpDesc {
         self.id = id;
     }
     pub fn stream_id(&self) -> i64 {
-        self.stream_id
+        self.ext.as_ref().map_or(0, |e| e.stream_id)
     }
     pub fn set_stream_id(&mut self, id: i64) {
-        self.stream_id = id;
+        if id != 0 || self.ext.is_some() {
+            self.ext_mut().stream_id = id;
+        }
     }
 
     // ---- inputs ----
@@ -166,41 +167,52 @@ impl OpDesc {
         self.inputs.len()
     }
     pub fn inputs(&self) -> &[TensorDesc] {
-        &self.inputs
+        &self.inputs.descs
     }
     pub fn input(&self, i: usize) -> Option<&TensorDesc> {
-        self.inputs.get(i)
+        self.inputs.descs.get(i)
     }
     pub fn input_mut(&mut self, i: usize) -> Option<&mut TensorDesc> {
-        self.inputs.get_mut(i)
+        self.inputs.descs.get_mut(i)
     }
     pub fn input_by_name(&self, name: &str) -> Option<&TensorDesc> {
-        self.input_index(name).map(|i| &self.inputs[i])
+        self.input_index(name).map(|i| &self.inputs.descs[i])
     }
     pub fn input_by_name_mut(&mut self, name: &str) -> Option<&mut TensorDesc> {
-        self.input_index(name).map(move |i| &mut self.inputs[i])
+        self.input_index(name).map(move |i| &mut self.inputs.descs[i])
     }
     /// Name → index; unnamed descs answer to `__input<i>`.
     pub fn input_index(&self, name: &str) -> Option<usize> {
-        find_port(UNNAMED_INPUT, &self.input_names, name)
+        self.inputs.find(UNNAMED_INPUT, name)
     }
     /// Index → name; unnamed descs are `__input<i>`.
     pub fn input_name(&self, i: usize) -> Option<Cow<'_, str>> {
-        default_port_name(UNNAMED_INPUT, &self.input_names, i)
+        self.inputs.name(UNNAMED_INPUT, i)
     }
     /// The name as set, "" when unnamed.
     pub fn raw_input_name(&self, i: usize) -> Option<&str> {
-        self.input_names.get(i).map(|n| &**n)
+        self.inputs.raw_name(i)
+    }
+
+    fn ports(&self, side: AnchorSide) -> (&Ports, &'static str) {
+        match side {
+            AnchorSide::In => (&self.inputs, UNNAMED_INPUT),
+            AnchorSide::Out => (&self.outputs, UNNAMED_OUTPUT),
+        }
+    }
+
+    fn ports_mut(&mut self, side: AnchorSide) -> (&mut Ports, &'static str) {
+        match side {
+            AnchorSide::In => (&mut self.inputs, UNNAMED_INPUT),
+            AnchorSide::Out => (&mut self.outputs, UNNAMED_OUTPUT),
+        }
     }
 
     fn check_new_name(&self, side: AnchorSide, name: &str) -> Result<()> {
-        let taken = match side {
-            AnchorSide::In => self.input_index(name).is_some(),
-            AnchorSide::Out => self.output_index(name).is_some(),
-        };
-        if !name.is_empty() && taken {
+        let (ports, prefix) = self.ports(side);
+        if !name.is_empty() && ports.find(prefix, name).is_some() {
             return Err(IrError::DuplicatePortName {
-                op: self.name.clone(),
+                op: self.name.to_string(),
                 side,
                 name: name.to_string(),
             });
@@ -208,12 +220,60 @@ impl OpDesc {
         Ok(())
     }
 
+    fn out_of_range(&self, side: AnchorSide, index: usize) -> IrError {
+        IrError::AnchorOutOfRange {
+            node: self.name.to_string(),
+            side,
+            index: index as i32,
+            count: self.ports(side).0.len(),
+        }
+    }
+
+    fn add_port(&mut self, side: AnchorSide, name: &str, desc: TensorDesc) -> Result<usize> {
+        self.check_new_name(side, name)?;
+        let (ports, _) = self.ports_mut(side);
+        ports.push(name, desc);
+        Ok(ports.len() - 1)
+    }
+
+    fn add_dynamic(&mut self, side: AnchorSide, name: &str, count: usize) -> Result<()> {
+        let names: Vec<String> = (0..count).map(|k| format!("{name}{k}")).collect();
+        for (k, n) in names.iter().enumerate() {
+            self.check_new_name(side, n)?;
+            if names[..k].contains(n) {
+                return Err(IrError::DuplicatePortName {
+                    op: self.name.to_string(),
+                    side,
+                    name: n.clone(),
+                });
+            }
+        }
+        let (ports, _) = self.ports_mut(side);
+        for n in names {
+            ports.push(&n, TensorDesc::default());
+        }
+        Ok(())
+    }
+
+    fn rename_port(&mut self, side: AnchorSide, index: usize, name: &str) -> Result<()> {
+        let (ports, prefix) = self.ports(side);
+        if index >= ports.len() {
+            return Err(self.out_of_range(side, index));
+        }
+        if ports.find(prefix, name).is_some_and(|i| i != index) {
+            return Err(IrError::DuplicatePortName {
+                op: self.name.to_string(),
+                side,
+                name: name.to_string(),
+            });
+        }
+        self.ports_mut(side).0.set_name(index, name);
+        Ok(())
+    }
+
     /// Appends an input desc; `name` may be "" (unnamed). Returns its index.
     pub fn add_input(&mut self, name: &str, desc: TensorDesc) -> Result<usize> {
-        self.check_new_name(AnchorSide::In, name)?;
-        self.inputs.push(desc);
-        self.input_names.push(name.into());
-        Ok(self.inputs.len() - 1)
+        self.add_port(AnchorSide::In, name, desc)
     }
 
     /// Inserts an input desc at `index`, shifting later inputs (GE's AddInputDescMiddle);
@@ -221,50 +281,21 @@ impl OpDesc {
     /// by being given it explicitly, so a name never silently moves to another desc.
     pub fn insert_input(&mut self, index: usize, name: &str, desc: TensorDesc) -> Result<()> {
         if index > self.inputs.len() {
-            return Err(IrError::AnchorOutOfRange {
-                node: self.name.clone(),
-                side: AnchorSide::In,
-                index: index as i32,
-                count: self.inputs.len(),
-            });
+            return Err(self.out_of_range(AnchorSide::In, index));
         }
         self.check_new_name(AnchorSide::In, name)?;
-        for i in index..self.input_names.len() {
-            if self.input_names[i].is_empty() {
-                self.input_names[i] = format!("{UNNAMED_INPUT}{i}").into();
-            }
-        }
-        self.inputs.insert(index, desc);
-        self.input_names.insert(index, name.into());
+        self.inputs.insert(UNNAMED_INPUT, index, name, desc);
         Ok(())
     }
 
     /// Adds `count` inputs named `<name>0`, `<name>1`, … (GE's AddDynamicInputDesc).
     pub fn add_dynamic_inputs(&mut self, name: &str, count: usize) -> Result<()> {
-        let names: Vec<String> = (0..count).map(|k| format!("{name}{k}")).collect();
-        for n in &names {
-            self.check_new_name(AnchorSide::In, n)?;
-        }
-        for n in names {
-            self.inputs.push(TensorDesc::default());
-            self.input_names.push(n.into());
-        }
-        Ok(())
+        self.add_dynamic(AnchorSide::In, name, count)
     }
 
-    /// Removes input `index` and returns its desc and name.
+    /// Removes input `index` and returns its name and desc.
     pub fn remove_input(&mut self, index: usize) -> Option<(String, TensorDesc)> {
-        if index >= self.inputs.len() {
-            return None;
-        }
-        let name = self.input_name(index).map(|n| n.into_owned())?;
-        for i in index + 1..self.input_names.len() {
-            if self.input_names[i].is_empty() {
-                self.input_names[i] = format!("{UNNAMED_INPUT}{i}").into();
-            }
-        }
-        self.input_names.remove(index);
-        Some((name, self.inputs.remove(index)))
+        self.inputs.remove(UNNAMED_INPUT, index)
     }
 
     /// Renames inputs without moving them (GE's UpdateInputName): `names[i]` becomes the name of
@@ -284,35 +315,19 @@ impl OpDesc {
         for (i, n) in names.iter().enumerate() {
             if names[..i].contains(n) {
                 return Err(IrError::DuplicatePortName {
-                    op: self.name.clone(),
+                    op: self.name.to_string(),
                     side: AnchorSide::In,
                     name: n.to_string(),
                 });
             }
         }
-        self.input_names = names.iter().map(|n| Box::<str>::from(*n)).collect();
+        self.inputs.set_all_names(names);
         Ok(())
     }
 
     /// Renames one input.
     pub fn rename_input(&mut self, index: usize, name: &str) -> Result<()> {
-        if index >= self.inputs.len() {
-            return Err(IrError::AnchorOutOfRange {
-                node: self.name.clone(),
-                side: AnchorSide::In,
-                index: index as i32,
-                count: self.inputs.len(),
-            });
-        }
-        if self.input_index(name).is_some_and(|i| i != index) {
-            return Err(IrError::DuplicatePortName {
-                op: self.name.clone(),
-                side: AnchorSide::In,
-                name: name.to_string(),
-            });
-        }
-        self.input_names[index] = name.into();
-        Ok(())
+        self.rename_port(AnchorSide::In, index, name)
     }
 
     // ---- outputs ----
@@ -321,75 +336,38 @@ impl OpDesc {
         self.outputs.len()
     }
     pub fn outputs(&self) -> &[TensorDesc] {
-        &self.outputs
+        &self.outputs.descs
     }
     pub fn output(&self, i: usize) -> Option<&TensorDesc> {
-        self.outputs.get(i)
+        self.outputs.descs.get(i)
     }
     pub fn output_mut(&mut self, i: usize) -> Option<&mut TensorDesc> {
-        self.outputs.get_mut(i)
+        self.outputs.descs.get_mut(i)
     }
     pub fn output_by_name(&self, name: &str) -> Option<&TensorDesc> {
-        self.output_index(name).map(|i| &self.outputs[i])
+        self.output_index(name).map(|i| &self.outputs.descs[i])
     }
     pub fn output_index(&self, name: &str) -> Option<usize> {
-        find_port(UNNAMED_OUTPUT, &self.output_names, name)
+        self.outputs.find(UNNAMED_OUTPUT, name)
     }
     pub fn output_name(&self, i: usize) -> Option<Cow<'_, str>> {
-        default_port_name(UNNAMED_OUTPUT, &self.output_names, i)
+        self.outputs.name(UNNAMED_OUTPUT, i)
     }
     pub fn raw_output_name(&self, i: usize) -> Option<&str> {
-        self.output_names.get(i).map(|n| &**n)
+        self.outputs.raw_name(i)
     }
     pub fn add_output(&mut self, name: &str, desc: TensorDesc) -> Result<usize> {
-        self.check_new_name(AnchorSide::Out, name)?;
-        self.outputs.push(desc);
-        self.output_names.push(name.into());
-        Ok(self.outputs.len() - 1)
+        self.add_port(AnchorSide::Out, name, desc)
     }
     /// Adds `count` outputs named `<name>0`, `<name>1`, … (GE's AddDynamicOutputDesc).
     pub fn add_dynamic_outputs(&mut self, name: &str, count: usize) -> Result<()> {
-        let names: Vec<String> = (0..count).map(|k| format!("{name}{k}")).collect();
-        for n in &names {
-            self.check_new_name(AnchorSide::Out, n)?;
-        }
-        for n in names {
-            self.outputs.push(TensorDesc::default());
-            self.output_names.push(n.into());
-        }
-        Ok(())
+        self.add_dynamic(AnchorSide::Out, name, count)
     }
     pub fn rename_output(&mut self, index: usize, name: &str) -> Result<()> {
-        if index >= self.outputs.len() {
-            return Err(IrError::AnchorOutOfRange {
-                node: self.name.clone(),
-                side: AnchorSide::Out,
-                index: index as i32,
-                count: self.outputs.len(),
-            });
-        }
-        if self.output_index(name).is_some_and(|i| i != index) {
-            return Err(IrError::DuplicatePortName {
-                op: self.name.clone(),
-                side: AnchorSide::Out,
-                name: name.to_string(),
-            });
-        }
-        self.output_names[index] = name.into();
-        Ok(())
+        self.rename_port(AnchorSide::Out, index, name)
     }
     pub fn remove_output(&mut self, index: usize) -> Option<(String, TensorDesc)> {
-        if index >= self.outputs.len() {
-            return None;
-        }
-        let name = self.output_name(index).map(|n| n.into_owned())?;
-        for i in index + 1..self.output_names.len() {
-            if self.output_names[i].is_empty() {
-                self.output_names[i] = format!("{UNNAMED_OUTPUT}{i}").into();
-            }
-        }
-        self.output_names.remove(index);
-        Some((name, self.outputs.remove(index)))
+        self.outputs.remove(UNNAMED_OUTPUT, index)
     }
 
     /// Builder-style helpers for tests and frontends.
@@ -404,12 +382,10 @@ impl OpDesc {
     /// `n` unnamed inputs and `m` unnamed outputs with default descs.
     pub fn with_ports(mut self, n: usize, m: usize) -> Self {
         for _ in 0..n {
-            self.inputs.push(TensorDesc::default());
-            self.input_names.push("".into());
+            self.inputs.push("", TensorDesc::default());
         }
         for _ in 0..m {
-            self.outputs.push(TensorDesc::default());
-            self.output_names.push("".into());
+            self.outputs.push("", TensorDesc::default());
         }
         self
     }
