@@ -67,7 +67,7 @@ impl Ports {
         }
         // `__input3` addresses an unnamed desc 3.
         let i: usize = name.strip_prefix(prefix)?.parse().ok()?;
-        (self.raw_name(i)? == "").then_some(i)
+        self.raw_name(i)?.is_empty().then_some(i)
     }
 
     fn materialize_names(&mut self) {
