@@ -1,0 +1,84 @@
+//! Attribute names rge uses to keep what ONNX has and rge-ir has no field for, so that export
+//! gives the model back. All start with `_onnx_`; an ONNX attribute with that prefix is refused.
+
+use std::collections::HashSet;
+
+/// Output desc: the ONNX value name of this output (absent for an omitted optional output).
+pub const ONNX_NAME: &str = "_onnx_name";
+/// Desc: `dim_param` symbols by dim ("" where the dim has none); those dims are -1.
+pub const DIM_PARAMS: &str = "_onnx_dim_params";
+/// Desc: the ONNX data type where rge-ir has no exact type (FLOAT8E4M3FNUZ, FLOAT8E5M2FNUZ →
+/// DT_UINT8; UINT4 → DT_INT4).
+pub const ONNX_DTYPE: &str = "_onnx_dtype";
+/// Desc: an encoded non-tensor `TypeProto` (sequence, map, optional, sparse, opaque).
+pub const ONNX_TYPE: &str = "_onnx_type";
+/// Node: the operator set domain when not the default ONNX domain.
+pub const DOMAIN: &str = "_onnx_domain";
+/// Node: `NodeProto.overload` when set.
+pub const OVERLOAD: &str = "_onnx_overload";
+/// Node or graph: the doc string when set.
+pub const DOC_STRING: &str = "_onnx_doc_string";
+/// Node or graph: `metadata_props` as a named bundle of string attributes.
+pub const METADATA_PROPS: &str = "_onnx_metadata_props";
+/// Node: the ONNX attribute each subgraph slot came from (`then_branch`, `body`; the elements
+/// of a GRAPHS attribute are consecutive slots with the same name).
+pub const SUBGRAPH_ATTRS: &str = "_onnx_subgraph_attrs";
+/// Node: the names of its GRAPHS (list of graphs) attributes, empty ones included.
+pub const SUBGRAPH_LISTS: &str = "_onnx_subgraph_lists";
+/// Node: the number of its ONNX inputs, when outer-scope captures were appended after them.
+pub const FORMAL_INPUTS: &str = "_onnx_formal_inputs";
+/// Body Data node: stands for an outer-scope value (an implicit capture), not a formal input.
+pub const CAPTURE: &str = "_onnx_capture";
+/// Const node: the initializer is also listed as a graph input (an overridable default).
+pub const GRAPH_INPUT: &str = "_onnx_graph_input";
+/// Subgraph: the ONNX `GraphProto.name` of the body.
+pub const GRAPH_NAME: &str = "_onnx_graph_name";
+/// Root graph: `_onnx_opset_<domain>` = the imported opset version of that domain.
+pub const OPSET_PREFIX: &str = "_onnx_opset_";
+/// Prefix of every attribute above.
+pub const RESERVED_PREFIX: &str = "_onnx_";
+/// `NamedAttrs` name of a kept `TypeProto` attribute value (attr `bytes` = the encoding).
+pub const TYPE_PROTO: &str = "onnx.TypeProto";
+/// `NamedAttrs` name of a sparse tensor (attrs `values`, `indices`: tensors; `dims`: ints).
+pub const SPARSE_TENSOR: &str = "onnx.SparseTensorProto";
+
+/// Hands out names not in a set, as `<base>_<k>` with the smallest free k ≥ 1.
+#[derive(Debug, Default)]
+pub(crate) struct Fresh {
+    used: HashSet<String>,
+}
+
+impl Fresh {
+    pub(crate) fn with_names(used: HashSet<String>) -> Self {
+        Fresh { used }
+    }
+    /// Marks `name` used; false if it already was.
+    pub(crate) fn claim(&mut self, name: &str) -> bool {
+        if self.used.contains(name) {
+            false
+        } else {
+            self.used.insert(name.to_string());
+            true
+        }
+    }
+    /// A new name derived from `base`, marked used.
+    pub(crate) fn fresh(&mut self, base: &str) -> String {
+        let mut k = 1usize;
+        loop {
+            let c = format!("{base}_{k}");
+            if !self.used.contains(&c) {
+                self.used.insert(c.clone());
+                return c;
+            }
+            k += 1;
+        }
+    }
+    /// `name` if free, else a fresh one; marked used either way.
+    pub(crate) fn take(&mut self, name: &str) -> String {
+        if self.claim(name) {
+            name.to_string()
+        } else {
+            self.fresh(name)
+        }
+    }
+}

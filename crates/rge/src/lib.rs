@@ -1,0 +1,8 @@
+//! rge: the facade crate. Re-exports the layers and holds the command line's commands, so that
+//! they can be tested as functions (`rge::cli::*`).
+
+pub use rge_formats as formats;
+pub use rge_ir as ir;
+
+pub mod cli;
+pub mod model;

@@ -1,0 +1,61 @@
+//! The `rge` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use rge::cli;
+
+#[derive(Parser)]
+#[command(
+    name = "rge",
+    version,
+    about = "rge: heterogeneous graph compiler and runtime"
+)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Format, graphs, op type counts, inputs and outputs, weight bytes.
+    Inspect {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert between .onnx, GE ModelDef .pb/.txt/.pbtxt, .dump and .dot (by extension).
+    Convert { input: PathBuf, output: PathBuf },
+    /// Print node names in topological order.
+    Sort {
+        file: PathBuf,
+        #[arg(long, default_value = "dfs", value_parser = cli::sort::parse_mode)]
+        mode: rge::ir::SortMode,
+        #[arg(long)]
+        memory_priority: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = match args.command {
+        Command::Inspect { file, json } => cli::inspect::run(&file, json),
+        Command::Convert { input, output } => cli::convert::run(&input, &output),
+        Command::Sort {
+            file,
+            mode,
+            memory_priority,
+        } => cli::sort::run(&file, mode, memory_priority),
+    };
+    match result {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rge: {}", e.message);
+            ExitCode::from(e.code.clamp(1, 255) as u8)
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The command line's commands, called as functions and through the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rge::cli;
+use rge::ir::SortMode;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../rge-formats/tests/data/onnx")
+        .join(name)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rge-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn inspect_json_has_the_documented_fields() {
+    let out = cli::inspect::run(&fixture("onnx_conv2d.onnx"), true).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["format"], "onnx");
+    assert_eq!(v["op_types"]["Conv"], 1);
+    assert_eq!(v["inputs"][0]["name"], "x");
+    assert_eq!(v["inputs"][0]["dtype"], "DT_FLOAT");
+    assert_eq!(v["inputs"][0]["shape"], serde_json::json!([1, 1, 5, 5]));
+    assert_eq!(v["outputs"][0]["name"], "y");
+    // W f32[1,1,3,3] and B f32[1].
+    assert_eq!(v["weight_bytes"], 40);
+    assert!(v["graphs"].as_array().unwrap().len() == 1);
+}
+
+#[test]
+fn inspect_lists_subgraphs() {
+    let out = cli::inspect::run(&fixture("onnx_if.onnx"), false).unwrap();
+    assert!(out.contains("graphs: test_if, "), "{out}");
+    assert!(out.contains("If: 1"), "{out}");
+}
+
+#[test]
+fn convert_round_trips_through_every_format() {
+    let src = fixture("onnx_if.onnx");
+    let (orig, _) = rge::model::load(&src).unwrap();
+    for ext in ["pb", "txt", "pbtxt"] {
+        let mid = tmp(&format!("if.{ext}"));
+        cli::convert::run(&src, &mid).unwrap();
+        let back = tmp(&format!("if_from_{ext}.onnx"));
+        cli::convert::run(&mid, &back).unwrap();
+        let (m, _) = rge::model::load(&back).unwrap();
+        assert_eq!(
+            m.graph().total_node_count(),
+            orig.graph().total_node_count(),
+            "{ext}"
+        );
+        assert_eq!(
+            m.graph().dump_text(),
+            rge::model::load(&mid).unwrap().0.graph().dump_text()
+        );
+    }
+    for ext in ["dump", "dot"] {
+        let out = tmp(&format!("if.{ext}"));
+        cli::convert::run(&src, &out).unwrap();
+        assert!(std::fs::metadata(&out).unwrap().len() > 0);
+        // Write-only formats are refused as input with a clear error.
+        let err = cli::convert::run(&out, &tmp("x.onnx")).unwrap_err();
+        assert!(err.message.contains("written, not read"), "{}", err.message);
+    }
+    let err = cli::convert::run(&src, &tmp("x.unknown")).unwrap_err();
+    assert!(
+        err.message.contains("unknown file extension"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn sort_prints_names_in_order_for_every_mode() {
+    let file = fixture("onnx_conv2d.onnx");
+    let (m, _) = rge::model::load(&file).unwrap();
+    let g = m.graph();
+    let conv = g
+        .nodes_of(g.root())
+        .find(|&n| g.op(n).unwrap().op_type() == "Conv")
+        .unwrap();
+    let conv = g.name_of(conv).to_string();
+    for mode in [
+        SortMode::Bfs,
+        SortMode::Dfs,
+        SortMode::Rdfs,
+        SortMode::StableRdfs,
+    ] {
+        let out = cli::sort::run(&file, mode, false).unwrap();
+        let names: Vec<&str> = out.lines().collect();
+        assert_eq!(names.len(), 5, "{out}");
+        let pos = |n: &str| names.iter().position(|x| *x == n).unwrap();
+        for producer in ["x", "W", "B"] {
+            assert!(pos(producer) < pos(&conv), "{mode:?}: {out}");
+        }
+    }
+    assert!(cli::sort::parse_mode("sideways").is_err());
+}
+
+#[test]
+fn binary_reports_errors_and_exits_non_zero() {
+    let bin = env!("CARGO_BIN_EXE_rge");
+    let ok = Command::new(bin)
+        .args(["inspect", "--json"])
+        .arg(fixture("onnx_clip_v9.onnx"))
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let bad = tmp("garbage.onnx");
+    std::fs::write(&bad, b"\xff\xff\xff not a model").unwrap();
+    let out = Command::new(bin).arg("inspect").arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("garbage.onnx"), "{msg}");
+    let out = Command::new(bin)
+        .args(["sort", "--mode", "bogus"])
+        .arg(fixture("onnx_clip_v9.onnx"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
