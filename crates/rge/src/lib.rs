@@ -3,6 +3,7 @@
 
 pub use rge_formats as formats;
 pub use rge_ir as ir;
+pub use rge_ops as ops;
 
 pub mod cli;
 pub mod model;

@@ -24,6 +24,14 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Infer and print every tensor's dtype and shape.
+        #[arg(long)]
+        shapes: bool,
+    },
+    /// Registered ops: domain, version range, inputs, outputs, attributes.
+    Ops {
+        #[arg(long)]
+        json: bool,
     },
     /// Convert between .onnx, GE ModelDef .pb/.txt/.pbtxt, .dump and .dot (by extension).
     Convert { input: PathBuf, output: PathBuf },
@@ -40,7 +48,14 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
-        Command::Inspect { file, json } => cli::inspect::run(&file, json),
+        Command::Inspect { file, json, shapes } => {
+            if shapes {
+                cli::shapes::run(&file, json)
+            } else {
+                cli::inspect::run(&file, json)
+            }
+        }
+        Command::Ops { json } => cli::ops::run(json),
         Command::Convert { input, output } => cli::convert::run(&input, &output),
         Command::Sort {
             file,

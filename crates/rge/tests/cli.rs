@@ -125,3 +125,41 @@ fn binary_reports_errors_and_exits_non_zero() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn ops_lists_every_registered_op_version() {
+    let text = cli::ops::run(false).unwrap();
+    assert!(
+        text.lines().any(|l| l.starts_with("Clip v11")),
+        "{}",
+        &text[..200]
+    );
+    let v: serde_json::Value = serde_json::from_str(&cli::ops::run(true).unwrap()).unwrap();
+    let ops = v["ops"].as_array().unwrap();
+    assert!(ops.len() > 200);
+    let conv = ops.iter().find(|o| o["op_type"] == "Conv").unwrap();
+    assert_eq!(conv["inputs"][0]["name"], "X");
+    assert!(conv["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["name"] == "strides"));
+}
+
+#[test]
+fn inspect_shapes_names_tensors_by_onnx_value_name() {
+    let out = cli::shapes::run(&fixture("onnx_conv2d.onnx"), true).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let y = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "y")
+        .unwrap();
+    assert_eq!(y["dtype"], "DT_FLOAT");
+    // 5x5 input, 3x3 kernel: the fixture's pads keep 5x5.
+    assert_eq!(y["shape"], serde_json::json!([1, 1, 5, 5]));
+    // The If fixture's `cond` is a float: a clear error naming the node, not a panic.
+    let err = cli::shapes::run(&fixture("onnx_if.onnx"), false).unwrap_err();
+    assert!(err.message.contains("If_1"), "{}", err.message);
+}

@@ -2,6 +2,8 @@
 
 pub mod convert;
 pub mod inspect;
+pub mod ops;
+pub mod shapes;
 pub mod sort;
 
 /// A command's failure: the message to print, and the exit code.

@@ -1,0 +1,48 @@
+//! The built-in ops, one file per family. Every infer function sets each output's data type
+//! and shape (unknown dims -1 where data-dependent, an unknown rank where the input's is) and,
+//! where it is cheap and the inputs are known, the output's value.
+
+use crate::error::OpsError;
+use crate::registry::OpRegistryBuilder;
+
+pub(crate) mod util;
+
+mod activation;
+mod cast;
+mod control;
+mod conv;
+mod elementwise;
+mod gather;
+mod generators;
+mod ir;
+mod matmul;
+mod misc;
+mod norm;
+mod reduce;
+mod rnn;
+mod sequence;
+mod shape_ops;
+mod slicing;
+mod text;
+
+/// Registers every built-in prototype.
+pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    ir::register(b)?;
+    elementwise::register(b)?;
+    activation::register(b)?;
+    reduce::register(b)?;
+    matmul::register(b)?;
+    conv::register(b)?;
+    norm::register(b)?;
+    shape_ops::register(b)?;
+    slicing::register(b)?;
+    gather::register(b)?;
+    generators::register(b)?;
+    cast::register(b)?;
+    control::register(b)?;
+    sequence::register(b)?;
+    rnn::register(b)?;
+    misc::register(b)?;
+    text::register(b)?;
+    Ok(())
+}
