@@ -23,7 +23,8 @@
 //! assert_eq!(ModelDef::decode(bytes.as_slice()).unwrap(), model);
 //! ```
 
-#![forbid(unsafe_code)]
+// The one exception is `mmap`: mapping a file is unsafe by nature.
+#![deny(unsafe_code)]
 
 /// GE's `ge.proto` messages (package `ge.proto`).
 #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
@@ -38,6 +39,7 @@ pub mod onnx_proto {
 }
 
 pub mod ge;
+pub mod mmap;
 pub mod onnx;
 pub mod text_format;
 

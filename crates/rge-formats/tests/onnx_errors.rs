@@ -17,7 +17,10 @@ fn err(m: &ModelProto) -> OnnxError {
         Ok(_) => panic!("imported a bad model"),
         Err(e) => {
             let s = e.to_string();
-            assert!(s.starts_with("test.onnx"), "error does not name the file: {s}");
+            assert!(
+                s.starts_with("test.onnx"),
+                "error does not name the file: {s}"
+            );
             e
         }
     }
@@ -35,7 +38,13 @@ fn expect(m: &ModelProto, parts: &[&str]) -> OnnxError {
 /// A one-node model `y = Relu(w)` around initializer `w`.
 fn with_init(w: TensorProto) -> ModelProto {
     model(
-        graph("g", vec![node("Relu", "r", &["w"], &["y"])], vec![], vec![vi_untyped("y")], vec![w]),
+        graph(
+            "g",
+            vec![node("Relu", "r", &["w"], &["y"])],
+            vec![],
+            vec![vi_untyped("y")],
+            vec![w],
+        ),
         13,
     )
 }
@@ -53,7 +62,11 @@ fn truncated_and_corrupt_files_do_not_panic() {
                 errors += 1;
             }
         }
-        assert!(errors > data.len() * 9 / 10, "{f}: {errors} of {}", data.len());
+        assert!(
+            errors > data.len() * 9 / 10,
+            "{f}: {errors} of {}",
+            data.len()
+        );
         for i in 0..data.len() {
             for x in [0x01u8, 0x80, 0xff] {
                 let mut d = data.clone();
@@ -71,7 +84,11 @@ fn wrong_wire_type() {
     // Field 7 (graph) as a varint instead of a length-delimited message.
     let e = onnx::import_bytes(Bytes::from_static(&[0x38, 0x01]), "wire.onnx").unwrap_err();
     assert!(matches!(e, OnnxError::Decode { .. }), "{e}");
-    assert!(e.to_string().starts_with("wire.onnx: not a valid ONNX ModelProto"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("wire.onnx: not a valid ONNX ModelProto"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -82,7 +99,13 @@ fn model_without_graph() {
 #[test]
 fn dangling_input() {
     let m = model(
-        graph("g", vec![node("Relu", "r", &["nope"], &["y"])], vec![], vec![vi_untyped("y")], vec![]),
+        graph(
+            "g",
+            vec![node("Relu", "r", &["nope"], &["y"])],
+            vec![],
+            vec![vi_untyped("y")],
+            vec![],
+        ),
         13,
     );
     let e = expect(&m, &["node `r`", "input 0", "`nope`"]);
@@ -91,18 +114,45 @@ fn dangling_input() {
 
 #[test]
 fn unknown_graph_output() {
-    let m = model(graph("g", vec![], vec![vi("x", 1, &[1])], vec![vi_untyped("zz")], vec![]), 13);
+    let m = model(
+        graph(
+            "g",
+            vec![],
+            vec![vi("x", 1, &[1])],
+            vec![vi_untyped("zz")],
+            vec![],
+        ),
+        13,
+    );
     expect(&m, &["graph `g` output 0", "`zz`"]);
 }
 
 #[test]
 fn body_referencing_an_unknown_value() {
-    let body = graph("b", vec![node("Identity", "bi", &["ghost"], &["o"])], vec![], vec![vi_untyped("o")], vec![]);
+    let body = graph(
+        "b",
+        vec![node("Identity", "bi", &["ghost"], &["o"])],
+        vec![],
+        vec![vi_untyped("o")],
+        vec![],
+    );
     let iff = with_attr(
-        with_attr(node("If", "iff", &["c"], &["y"]), attr_graph("then_branch", body.clone())),
+        with_attr(
+            node("If", "iff", &["c"], &["y"]),
+            attr_graph("then_branch", body.clone()),
+        ),
         attr_graph("else_branch", body),
     );
-    let m = model(graph("g", vec![iff], vec![vi("c", 9, &[])], vec![vi_untyped("y")], vec![]), 13);
+    let m = model(
+        graph(
+            "g",
+            vec![iff],
+            vec![vi("c", 9, &[])],
+            vec![vi_untyped("y")],
+            vec![],
+        ),
+        13,
+    );
     expect(&m, &["graph `iff_then_branch` node `bi`", "`ghost`"]);
 }
 
@@ -133,7 +183,13 @@ fn cycles_are_reported_with_their_nodes() {
     }
     // A node consuming its own output.
     let m = model(
-        graph("g", vec![node("Add", "self", &["x", "s"], &["s"])], vec![vi("x", 1, &[1])], vec![vi_untyped("s")], vec![]),
+        graph(
+            "g",
+            vec![node("Add", "self", &["x", "s"], &["s"])],
+            vec![vi("x", 1, &[1])],
+            vec![vi_untyped("s")],
+            vec![],
+        ),
         13,
     );
     expect(&m, &["cycle: self -> self"]);
@@ -161,7 +217,10 @@ fn negative_and_absurd_dims() {
     let mut w = f32_tensor("w", &[1], &[1.0]);
     w.dims = vec![1_000_000, 1_000_000, 1_000];
     let t = Instant::now();
-    expect(&with_init(w.clone()), &["raw_data has 4 bytes", "need 4000000000000000"]);
+    expect(
+        &with_init(w.clone()),
+        &["raw_data has 4 bytes", "need 4000000000000000"],
+    );
     w.raw_data = Bytes::new();
     w.float_data = vec![1.0];
     expect(&with_init(w), &["float_data has 1 values"]);
@@ -226,12 +285,21 @@ fn external_data_errors() {
     std::fs::write(dir.join("w.bin"), [0u8; 10]).unwrap();
     std::fs::write(root.join("outside.bin"), [0u8; 16]).unwrap();
     let cases: Vec<(TensorProto, &str)> = vec![
-        (external("w.bin", "0", "16"), "beyond the end of `w.bin` (10 bytes)"),
+        (
+            external("w.bin", "0", "16"),
+            "beyond the end of `w.bin` (10 bytes)",
+        ),
         (external("w.bin", "8", "16"), "bytes 8..24"),
         (external("w.bin", "x", "16"), "`offset` is `x`"),
         (external("w.bin", "0", "8"), "`length` is 8 bytes"),
-        (external("../outside.bin", "0", "16"), "must be a relative path"),
-        (external("/etc/passwd", "0", "16"), "must be a relative path"),
+        (
+            external("../outside.bin", "0", "16"),
+            "must be a relative path",
+        ),
+        (
+            external("/etc/passwd", "0", "16"),
+            "must be a relative path",
+        ),
         (external("missing.bin", "0", "16"), "`missing.bin`"),
         (external("", "0", "16"), "no `location`"),
     ];
@@ -253,34 +321,104 @@ fn external_data_errors() {
 fn bad_names_and_attributes() {
     let mut n = node("Relu", "r", &["x"], &["y"]);
     n.attribute.push(attr_int("_onnx_domain", 1));
-    let m = model(graph("g", vec![n], vec![vi("x", 1, &[1])], vec![vi_untyped("y")], vec![]), 13);
+    let m = model(
+        graph(
+            "g",
+            vec![n],
+            vec![vi("x", 1, &[1])],
+            vec![vi_untyped("y")],
+            vec![],
+        ),
+        13,
+    );
     expect(&m, &["attribute `_onnx_domain`", "reserved"]);
 
     let mut n = node("Relu", "r", &["x"], &["y"]);
     n.attribute.push(attr_int("a", 1));
     n.attribute.push(attr_int("a", 2));
-    let m = model(graph("g", vec![n], vec![vi("x", 1, &[1])], vec![vi_untyped("y")], vec![]), 13);
+    let m = model(
+        graph(
+            "g",
+            vec![n],
+            vec![vi("x", 1, &[1])],
+            vec![vi_untyped("y")],
+            vec![],
+        ),
+        13,
+    );
     expect(&m, &["attribute `a`", "given twice"]);
 
     let mut n = node("Relu", "r", &["x"], &["y"]);
     let mut a = attr_int("a", 1);
     a.ref_attr_name = "outer".into();
     n.attribute.push(a);
-    let m = model(graph("g", vec![n], vec![vi("x", 1, &[1])], vec![vi_untyped("y")], vec![]), 13);
+    let m = model(
+        graph(
+            "g",
+            vec![n],
+            vec![vi("x", 1, &[1])],
+            vec![vi_untyped("y")],
+            vec![],
+        ),
+        13,
+    );
     expect(&m, &["unsupported: attribute references"]);
 
     let m = model(
-        graph("g", vec![], vec![vi("x", 1, &[1]), vi("x", 1, &[1])], vec![vi_untyped("x")], vec![]),
+        graph(
+            "g",
+            vec![],
+            vec![vi("x", 1, &[1]), vi("x", 1, &[1])],
+            vec![vi_untyped("x")],
+            vec![],
+        ),
         13,
     );
     expect(&m, &["input `x`", "listed twice"]);
 
     let mut m = with_init(f32_tensor("w", &[1], &[1.0]));
-    m.graph.as_mut().unwrap().initializer.push(f32_tensor("w", &[1], &[2.0]));
+    m.graph
+        .as_mut()
+        .unwrap()
+        .initializer
+        .push(f32_tensor("w", &[1], &[2.0]));
     expect(&m, &["initializer `w`", "defined twice"]);
 
-    let m = model(graph("g", vec![node("", "r", &[], &["y"])], vec![], vec![vi_untyped("y")], vec![]), 13);
+    let m = model(
+        graph(
+            "g",
+            vec![node("", "r", &[], &["y"])],
+            vec![],
+            vec![vi_untyped("y")],
+            vec![],
+        ),
+        13,
+    );
     expect(&m, &["node `", "no op_type"]);
+
+    // rge's own op types are refused in the default domain, kept as nodes in another one.
+    for t in ["Data", "Const", "NetOutput"] {
+        let m = model(
+            graph(
+                "g",
+                vec![node(t, "r", &[], &["y"])],
+                vec![],
+                vec![vi_untyped("y")],
+                vec![],
+            ),
+            13,
+        );
+        expect(&m, &["node `r`", &format!("op type `{t}`")]);
+        let mut n = node(t, "r", &[], &["y"]);
+        n.domain = "custom".into();
+        let m = model(
+            graph("g", vec![n], vec![], vec![vi_untyped("y")], vec![]),
+            13,
+        );
+        let im = import_proto(&m).unwrap();
+        let p = onnx::export(&im).unwrap();
+        assert_eq!(p.graph.unwrap().node[0].op_type, t);
+    }
 }
 
 #[test]
@@ -290,11 +428,17 @@ fn export_errors_name_the_node() {
     let op = OpDesc::new("c", "Const").with_output("", TensorDesc::default());
     g.add_node(root, op).unwrap();
     let e = onnx::export(&g).unwrap_err();
-    assert!(e.to_string().contains("Const `c`") && e.to_string().contains("no `value`"), "{e}");
+    assert!(
+        e.to_string().contains("Const `c`") && e.to_string().contains("no `value`"),
+        "{e}"
+    );
 
     let mut g = ComputeGraph::new("g");
     let root = g.root();
-    let t = Tensor::new(TensorDesc::with_shape_dtype(Shape::new([1]), DataType::Qint8), vec![1u8]);
+    let t = Tensor::new(
+        TensorDesc::with_shape_dtype(Shape::new([1]), DataType::Qint8),
+        vec![1u8],
+    );
     let mut op = OpDesc::new("q", "Const").with_output("", t.desc.clone());
     op.attrs_mut().set("value", t);
     g.add_node(root, op).unwrap();

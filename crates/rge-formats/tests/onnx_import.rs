@@ -45,7 +45,10 @@ fn import(name: &str) -> OnnxModel {
 #[test]
 fn clip_v9() {
     let m = import("onnx_clip_v9.onnx");
-    assert_eq!((m.ir_version, m.producer_name.as_str()), (7, "onnx-mul_test"));
+    assert_eq!(
+        (m.ir_version, m.producer_name.as_str()),
+        (7, "onnx-mul_test")
+    );
     assert_eq!(m.opset_imports, [(String::new(), 9)]);
     assert!(m.warnings.is_empty());
     let g = &m.graph;
@@ -53,7 +56,10 @@ fn clip_v9() {
     assert_eq!(g.name(), "test_clip_case_V9");
     assert_eq!(g.node_names(root), ["X", "Clip_1", "NetOutput"]);
     assert_eq!(
-        g.graph_attrs(root).unwrap().get_int("_onnx_opset_").unwrap(),
+        g.graph_attrs(root)
+            .unwrap()
+            .get_int("_onnx_opset_")
+            .unwrap(),
         Some(9)
     );
     let x = find(g, root, "X");
@@ -83,7 +89,9 @@ fn const_types_map_to_tensors() {
     let g = &m.graph;
     let root = g.root();
     let le = |v: &[u64], w: usize| -> Vec<u8> {
-        v.iter().flat_map(|x| x.to_le_bytes()[..w].to_vec()).collect()
+        v.iter()
+            .flat_map(|x| x.to_le_bytes()[..w].to_vec())
+            .collect()
     };
     let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
     let f64s = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
@@ -98,7 +106,11 @@ fn const_types_map_to_tensors() {
         let n = find(g, root, name);
         assert_eq!(g.op(n).unwrap().op_type(), "Const");
         let t = tensor(g, n);
-        assert_eq!((t.desc.dtype(), t.desc.shape()), (dt, &Shape::new([1, 2])), "{name}");
+        assert_eq!(
+            (t.desc.dtype(), t.desc.shape()),
+            (dt, &Shape::new([1, 2])),
+            "{name}"
+        );
         assert_eq!(&t.data[..], &bytes[..], "{name}");
         t.validate().unwrap();
         assert_eq!(value_name(g, n, 0), Some(name));
@@ -109,7 +121,10 @@ fn const_types_map_to_tensors() {
     assert_eq!(strings, [Bytes::from("1"), Bytes::from("2")]);
     let add = find(g, root, "test_add_3");
     assert_eq!(producer(g, add, 1), ("B3".into(), 0));
-    assert_eq!(g.op(add).unwrap().input(1).unwrap().dtype(), DataType::String);
+    assert_eq!(
+        g.op(add).unwrap().input(1).unwrap().dtype(),
+        DataType::String
+    );
 }
 
 #[test]
@@ -122,10 +137,16 @@ fn conv2d() {
     assert_eq!(w.as_f32().unwrap(), vec![1.0; 9]);
     let conv = find(g, root, "Conv_1");
     let op = g.op(conv).unwrap();
-    assert_eq!(op.attrs().get_list_int("pads").unwrap(), Some(&[1, 1, 1, 1][..]));
+    assert_eq!(
+        op.attrs().get_list_int("pads").unwrap(),
+        Some(&[1, 1, 1, 1][..])
+    );
     assert_eq!(op.attrs().get_int("group").unwrap(), Some(1));
     assert_eq!(op.input(1).unwrap().shape(), &Shape::new([1, 1, 3, 3]));
-    assert!(op.input(1).unwrap().attrs().is_empty(), "no `_onnx_name` on input descs");
+    assert!(
+        op.input(1).unwrap().attrs().is_empty(),
+        "no `_onnx_name` on input descs"
+    );
     assert_eq!(producer(g, conv, 2), ("B".into(), 0));
 }
 
@@ -150,18 +171,35 @@ fn if_not_ssa_and_captures() {
     assert_eq!(op.input_count(), 2);
     assert_eq!(producer(g, iff, 1), ("Add_1".into(), 0));
     assert_eq!(int_attr(g, iff, names::FORMAL_INPUTS), Some(1));
-    assert_eq!(op.subgraph_instance_names(), ["If_1_then_branch", "If_1_else_branch"]);
-    for (s, onnx_name) in [("If_1_then_branch", "then_body"), ("If_1_else_branch", "else_body")] {
+    assert_eq!(
+        op.subgraph_instance_names(),
+        ["If_1_then_branch", "If_1_else_branch"]
+    );
+    for (s, onnx_name) in [
+        ("If_1_then_branch", "then_body"),
+        ("If_1_else_branch", "else_body"),
+    ] {
         let b = sub(g, s);
         assert_eq!(g.parent_node(b), Some(iff));
         assert_eq!(
-            g.graph_attrs(b).unwrap().get_str(names::GRAPH_NAME).unwrap(),
+            g.graph_attrs(b)
+                .unwrap()
+                .get_str(names::GRAPH_NAME)
+                .unwrap(),
             Some(onnx_name)
         );
-        let d = g.subgraph_data_for_parent_input(b, 1).expect("capture Data");
+        let d = g
+            .subgraph_data_for_parent_input(b, 1)
+            .expect("capture Data");
         assert_eq!(g.name_of(d), "add_out");
-        assert_eq!(g.op(d).unwrap().attrs().get_bool(names::CAPTURE).unwrap(), Some(true));
-        assert_eq!(g.subgraph_output_for_parent_output(b, 0).map(|x| x.1), Some(0));
+        assert_eq!(
+            g.op(d).unwrap().attrs().get_bool(names::CAPTURE).unwrap(),
+            Some(true)
+        );
+        assert_eq!(
+            g.subgraph_output_for_parent_output(b, 0).map(|x| x.1),
+            Some(0)
+        );
         let id = find(g, b, "Identity_1");
         assert_eq!(producer(g, id, 0), ("add_out".into(), 0));
     }
@@ -206,7 +244,10 @@ fn raw_data_is_not_copied() {
     let range = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
     let im = onnx::import_bytes(buf.clone(), "zc.onnx").unwrap();
     let t = tensor(&im.graph, find(&im.graph, im.graph.root(), "w"));
-    assert!(range.contains(&(t.data.as_ptr() as usize)), "tensor data is a slice of the buffer");
+    assert!(
+        range.contains(&(t.data.as_ptr() as usize)),
+        "tensor data is a slice of the buffer"
+    );
     assert_eq!(t.as_f32().unwrap(), weights);
 }
 
@@ -220,15 +261,24 @@ fn typed_fields_become_le_bytes() {
     assert_eq!(data("i8"), [0xff, 2, 0x80]);
     assert_eq!(data("b"), [1, 0]);
     assert_eq!(data("i16"), (-300i16).to_le_bytes());
-    assert_eq!(data("u32"), [4_000_000_000u32.to_le_bytes(), 1u32.to_le_bytes()].concat());
+    assert_eq!(
+        data("u32"),
+        [4_000_000_000u32.to_le_bytes(), 1u32.to_le_bytes()].concat()
+    );
     assert_eq!(data("i4"), [0x21, 0x0f]);
     assert_eq!(data("empty"), Vec::<u8>::new());
     let u4 = tensor(g, find(g, root, "u4"));
     assert_eq!(u4.desc.dtype(), DataType::Int4);
-    assert_eq!(u4.desc.attrs().get_int(names::ONNX_DTYPE).unwrap(), Some(21));
+    assert_eq!(
+        u4.desc.attrs().get_int(names::ONNX_DTYPE).unwrap(),
+        Some(21)
+    );
     let fnuz = tensor(g, find(g, root, "f8fnuz"));
     assert_eq!(fnuz.desc.dtype(), DataType::Uint8);
-    assert_eq!(fnuz.desc.attrs().get_int(names::ONNX_DTYPE).unwrap(), Some(18));
+    assert_eq!(
+        fnuz.desc.attrs().get_int(names::ONNX_DTYPE).unwrap(),
+        Some(18)
+    );
 }
 
 #[test]
@@ -238,7 +288,13 @@ fn six_bit_floats_pack_lsb_first() {
     tp.raw_data = Bytes::new();
     tp.int32_data = vec![0x3f, 0x01, 0x2a, 0x15];
     let m = model(
-        graph("f6", vec![node("Identity", "i", &["f6"], &["y"])], vec![], vec![], vec![tp]),
+        graph(
+            "f6",
+            vec![node("Identity", "i", &["f6"], &["y"])],
+            vec![],
+            vec![],
+            vec![tp],
+        ),
         25,
     );
     let m = import_proto(&m).unwrap();
@@ -264,15 +320,27 @@ fn dims_types_and_optional_io() {
     assert!(n.peer_of_input(1).is_none());
     assert_eq!(producer(g, clip, 2), ("hi".into(), 0));
     // value_info for `c` on the producer and the consumer's input desc.
-    assert_eq!(g.op(clip).unwrap().output(0).unwrap().shape(), &Shape::new([-1, -1, 3]));
+    assert_eq!(
+        g.op(clip).unwrap().output(0).unwrap().shape(),
+        &Shape::new([-1, -1, 3])
+    );
     let drop = find(g, root, "drop");
-    assert_eq!(g.op(drop).unwrap().input(0).unwrap().shape(), &Shape::new([-1, -1, 3]));
+    assert_eq!(
+        g.op(drop).unwrap().input(0).unwrap().shape(),
+        &Shape::new([-1, -1, 3])
+    );
     // Dropout's omitted mask output has no value name.
     assert_eq!(value_name(g, drop, 0), Some("d"));
     assert_eq!(value_name(g, drop, 1), None);
     // value_info without shape: unknown rank.
     let relu = find(g, root, "relu");
-    assert!(g.op(relu).unwrap().output(0).unwrap().shape().is_unknown_rank());
+    assert!(g
+        .op(relu)
+        .unwrap()
+        .output(0)
+        .unwrap()
+        .shape()
+        .is_unknown_rank());
     // A sequence input keeps its TypeProto.
     // `hi` is an initializer also listed as an input (IR ≥ 4: a default value).
     let hi = g.op(find(g, root, "hi")).unwrap();
@@ -295,7 +363,13 @@ fn loop_with_nested_captures() {
         .collect();
     assert_eq!(
         ins,
-        [("M".into(), 0), ("cond".into(), 0), ("x".into(), 0), ("w".into(), 0), ("x".into(), 0)]
+        [
+            ("M".into(), 0),
+            ("cond".into(), 0),
+            ("x".into(), 0),
+            ("w".into(), 0),
+            ("x".into(), 0)
+        ]
     );
     assert_eq!(int_attr(g, lp, names::FORMAL_INPUTS), Some(3));
     let body = sub(g, "loop_body");
@@ -311,7 +385,15 @@ fn loop_with_nested_captures() {
     // Body outputs: cond_out binds to nothing, v3 → y (0), s → scan_out (1).
     let no = g.net_output(body).unwrap();
     let pni: Vec<Option<i64>> = (0..3)
-        .map(|j| g.op(no).unwrap().input(j).unwrap().attrs().get_int(PARENT_NODE_INDEX).unwrap())
+        .map(|j| {
+            g.op(no)
+                .unwrap()
+                .input(j)
+                .unwrap()
+                .attrs()
+                .get_int(PARENT_NODE_INDEX)
+                .unwrap()
+        })
         .collect();
     assert_eq!(pni, [None, Some(0), Some(1)]);
     // The If in the body: cond_in, then captures v2 and w (then), x (else).
@@ -319,7 +401,12 @@ fn loop_with_nested_captures() {
     let ins: Vec<(String, i32)> = (0..4).map(|k| producer(g, iff, k)).collect();
     assert_eq!(
         ins,
-        [("cond_in".into(), 0), ("b_add".into(), 0), ("w".into(), 0), ("x".into(), 0)]
+        [
+            ("cond_in".into(), 0),
+            ("b_add".into(), 0),
+            ("w".into(), 0),
+            ("x".into(), 0)
+        ]
     );
     let x_in_body = g.subgraph_data_for_parent_input(body, 4);
     assert_eq!(x_in_body.map(|d| g.name_of(d)), Some("x"));
@@ -331,7 +418,12 @@ fn loop_with_nested_captures() {
     let else_g = sub(g, "b_if_else_branch");
     assert_eq!(g.parent_input_of_data(find(g, else_g, "x")), Some(3));
     // Symbolic output dim.
-    let out = g.op(g.net_output(root).unwrap()).unwrap().input(1).unwrap().clone();
+    let out = g
+        .op(g.net_output(root).unwrap())
+        .unwrap()
+        .input(1)
+        .unwrap()
+        .clone();
     assert_eq!(out.shape(), &Shape::new([-1, 2]));
 }
 
@@ -367,7 +459,10 @@ fn scan_binding_by_opset() {
 #[test]
 fn unsorted_graph_is_put_in_order() {
     let m = import_proto(&models::unsorted()).unwrap();
-    assert_eq!(m.graph.node_names(m.graph.root()), ["x", "a", "b", "c", "NetOutput"]);
+    assert_eq!(
+        m.graph.node_names(m.graph.root()),
+        ["x", "a", "b", "c", "NetOutput"]
+    );
 }
 
 #[test]
@@ -376,16 +471,33 @@ fn node_names_are_made_unique() {
     let g = &m.graph;
     let root = g.root();
     // Input `x` keeps its name; the node `x` (another namespace in ONNX) becomes `x_1`.
-    assert_eq!(g.node_names(root), ["x", "w", "x_1", "dup", "dup_1", "Relu_1", "NetOutput"]);
+    assert_eq!(
+        g.node_names(root),
+        ["x", "w", "x_1", "dup", "dup_1", "Relu_1", "NetOutput"]
+    );
     assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
     // IR 3 lists initializers as inputs: `w` is a Const (every initializer is an input below
     // IR 4, so it is not marked as a default; export lists it again).
     let w = find(g, root, "w");
     assert_eq!(g.op(w).unwrap().op_type(), "Const");
-    assert_eq!(g.op(w).unwrap().attrs().get_bool(names::GRAPH_INPUT).unwrap(), None);
+    assert_eq!(
+        g.op(w)
+            .unwrap()
+            .attrs()
+            .get_bool(names::GRAPH_INPUT)
+            .unwrap(),
+        None
+    );
     assert_eq!(g.input_nodes(root).len(), 1);
     let p = onnx::export(&m).unwrap();
-    let inputs: Vec<&str> = p.graph.as_ref().unwrap().input.iter().map(|i| i.name.as_str()).collect();
+    let inputs: Vec<&str> = p
+        .graph
+        .as_ref()
+        .unwrap()
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
     assert_eq!(inputs, ["x", "w"]);
 }
 
@@ -401,7 +513,9 @@ fn attributes_of_every_kind() {
     assert!(matches!(a.get("fs"), Some(AttrValue::ListFloat(v)) if v == &[1.0, 2.0]));
     assert!(matches!(a.get("ss"), Some(AttrValue::ListString(v)) if v == &["a", "b"]));
     assert!(matches!(a.get("ts"), Some(AttrValue::ListTensor(v)) if v.len() == 1));
-    assert!(matches!(a.get("sp"), Some(AttrValue::NamedAttrs(na)) if na.name == names::SPARSE_TENSOR));
+    assert!(
+        matches!(a.get("sp"), Some(AttrValue::NamedAttrs(na)) if na.name == names::SPARSE_TENSOR)
+    );
     match a.get("tp") {
         Some(AttrValue::TensorDesc(d)) => assert_eq!(d.shape(), &Shape::new([-1, -1])),
         v => panic!("tp: {v:?}"),
@@ -419,9 +533,15 @@ fn attributes_of_every_kind() {
         ["custom_gs_0", "custom_gs_1", "custom_g"]
     );
     assert_eq!(m.functions.len(), 1);
-    assert_eq!(m.metadata_props, [("author".to_string(), "rge".to_string())]);
     assert_eq!(
-        m.opset_imports.iter().map(|o| o.0.as_str()).collect::<Vec<_>>(),
+        m.metadata_props,
+        [("author".to_string(), "rge".to_string())]
+    );
+    assert_eq!(
+        m.opset_imports
+            .iter()
+            .map(|o| o.0.as_str())
+            .collect::<Vec<_>>(),
         ["", "com.example", "local"]
     );
 }
@@ -433,7 +553,10 @@ fn sparse_initializer_becomes_constant() {
     let sp = find(g, g.root(), "sp");
     let op = g.op(sp).unwrap();
     assert_eq!(op.op_type(), "Constant");
-    assert!(matches!(op.attrs().get("sparse_value"), Some(AttrValue::NamedAttrs(_))));
+    assert!(matches!(
+        op.attrs().get("sparse_value"),
+        Some(AttrValue::NamedAttrs(_))
+    ));
 }
 
 #[test]
@@ -446,15 +569,25 @@ fn external_data_is_read_from_the_model_directory() {
     let mut w = f32_tensor("w", &[16], &[]);
     w.raw_data = Bytes::new();
     w.data_location = 1;
-    w.external_data = [("location", "weights.bin"), ("offset", "4096"), ("length", "64")]
-        .iter()
-        .map(|(k, v)| rge_formats::onnx_proto::StringStringEntryProto {
-            key: k.to_string(),
-            value: v.to_string(),
-        })
-        .collect();
+    w.external_data = [
+        ("location", "weights.bin"),
+        ("offset", "4096"),
+        ("length", "64"),
+    ]
+    .iter()
+    .map(|(k, v)| rge_formats::onnx_proto::StringStringEntryProto {
+        key: k.to_string(),
+        value: v.to_string(),
+    })
+    .collect();
     let m = model(
-        graph("ext", vec![node("Relu", "r", &["w"], &["y"])], vec![], vec![], vec![w]),
+        graph(
+            "ext",
+            vec![node("Relu", "r", &["w"], &["y"])],
+            vec![],
+            vec![],
+            vec![w],
+        ),
         13,
     );
     let path = dir.join("model.onnx");

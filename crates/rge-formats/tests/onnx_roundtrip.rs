@@ -76,7 +76,11 @@ fn synthetic_round_trip_and_check() {
                 onnx_check(py, &src, false),
             );
             if c.checker_ok {
-                assert!(plain.is_ok() && full.is_ok(), "{}: {plain:?} {full:?}", c.name);
+                assert!(
+                    plain.is_ok() && full.is_ok(),
+                    "{}: {plain:?} {full:?}",
+                    c.name
+                );
             }
         }
     }
@@ -140,7 +144,15 @@ fn onnxruntime_runs_exports_like_the_sources() {
         pairs.push((fixture(f), f.to_string()));
     }
     for c in models::cases() {
-        if ["loop_capture", "unsorted", "unsorted_body", "scan9", "names_ir3"].contains(&c.name) {
+        if [
+            "loop_capture",
+            "unsorted",
+            "unsorted_body",
+            "scan9",
+            "names_ir3",
+        ]
+        .contains(&c.name)
+        {
             let src = dir.join(format!("{}_src.onnx", c.name));
             std::fs::write(&src, prost::Message::encode_to_vec(&c.model)).unwrap();
             pairs.push((src, c.name.to_string()));
@@ -156,7 +168,8 @@ fn onnxruntime_runs_exports_like_the_sources() {
             .arg(&out)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&r.stdout).to_string() + &String::from_utf8_lossy(&r.stderr);
+        let text =
+            String::from_utf8_lossy(&r.stdout).to_string() + &String::from_utf8_lossy(&r.stderr);
         println!("{name}: {}", text.trim());
         assert!(r.status.success(), "{name}: {text}");
     }

@@ -3,7 +3,6 @@
 //! An [`AttrMap`] is one pointer wide and allocates nothing while empty; it iterates in key
 //! order, which is also the order GE's deterministic serializer writes map entries in.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::dtype::DataType;
@@ -130,10 +129,13 @@ impl NamedAttrs {
 }
 
 /// Attributes by name, in key order; one pointer wide, no allocation while empty.
+///
+/// Stored as a vector sorted by name: ops carry a handful of attributes, for which a sorted
+/// vector is smaller (one small allocation instead of a ~700-byte B-tree leaf) and as fast.
 #[derive(Clone, Default)]
-// The box keeps the map one pointer wide (a bare BTreeMap is three words).
+// The box keeps the map one pointer wide (a bare Vec is three words).
 #[allow(clippy::box_collection)]
-pub struct AttrMap(Option<Box<BTreeMap<String, AttrValue>>>);
+pub struct AttrMap(Option<Box<Vec<(String, AttrValue)>>>);
 
 impl AttrMap {
     /// An empty map.
@@ -141,9 +143,18 @@ impl AttrMap {
         AttrMap(None)
     }
 
+    fn entries(&self) -> &[(String, AttrValue)] {
+        self.0.as_deref().map_or(&[], |v| v.as_slice())
+    }
+
+    fn find(&self, name: &str) -> std::result::Result<usize, usize> {
+        self.entries()
+            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+    }
+
     /// The number of attributes.
     pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |m| m.len())
+        self.entries().len()
     }
 
     /// True if there are no attributes.
@@ -153,17 +164,19 @@ impl AttrMap {
 
     /// True if attribute `name` is set.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.as_ref().is_some_and(|m| m.contains_key(name))
+        self.find(name).is_ok()
     }
 
     /// Attribute `name`.
     pub fn get(&self, name: &str) -> Option<&AttrValue> {
-        self.0.as_ref()?.get(name)
+        let i = self.find(name).ok()?;
+        Some(&self.entries()[i].1)
     }
 
     /// Attribute `name`, mutable.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut AttrValue> {
-        self.0.as_mut()?.get_mut(name)
+        let i = self.find(name).ok()?;
+        Some(&mut self.0.as_mut()?[i].1)
     }
 
     /// Sets attribute `name`, returning the previous value.
@@ -172,25 +185,36 @@ impl AttrMap {
         name: impl Into<String>,
         value: impl Into<AttrValue>,
     ) -> Option<AttrValue> {
-        self.0
-            .get_or_insert_with(Default::default)
-            .insert(name.into(), value.into())
+        let name = name.into();
+        let value = value.into();
+        match self.find(&name) {
+            Ok(i) => Some(std::mem::replace(
+                &mut self.0.as_mut().expect("found")[i].1,
+                value,
+            )),
+            Err(i) => {
+                let v = self.0.get_or_insert_with(Default::default);
+                crate::ports::insert_small(v, i, (name, value));
+                None
+            }
+        }
     }
 
     /// Removes attribute `name`, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<AttrValue> {
+        let i = self.find(name).ok()?;
         let m = self.0.as_mut()?;
-        let v = m.remove(name);
+        let (_, v) = m.remove(i);
         if m.is_empty() {
             self.0 = None;
         }
-        v
+        Some(v)
     }
 
     /// Keeps only the attributes for which `keep` returns true.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut AttrValue) -> bool) {
         if let Some(m) = self.0.as_mut() {
-            m.retain(|k, v| keep(k, v));
+            m.retain_mut(|(k, v)| keep(k, v));
             if m.is_empty() {
                 self.0 = None;
             }
@@ -199,10 +223,7 @@ impl AttrMap {
 
     /// The attributes in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> + '_ {
-        self.0
-            .iter()
-            .flat_map(|m| m.iter())
-            .map(|(k, v)| (k.as_str(), v))
+        self.entries().iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// The attributes in key order, values mutable.
@@ -215,7 +236,7 @@ impl AttrMap {
 
     /// The attribute names in order.
     pub fn keys(&self) -> impl Iterator<Item = &str> + '_ {
-        self.0.iter().flat_map(|m| m.keys()).map(String::as_str)
+        self.entries().iter().map(|(k, _)| k.as_str())
     }
 
     /// Removes every attribute (and frees the map).

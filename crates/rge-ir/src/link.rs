@@ -67,10 +67,22 @@ impl ComputeGraph {
                 });
             }
         }
-        if self.is_linked(src, dst) {
+        // A free in-data anchor cannot already hold this link; for a control destination scan
+        // the shorter side, so wide fan-out stays linear.
+        if dst.index == CONTROL_INDEX && self.control_linked(src, dst) {
             return Err(self.link_error(src, dst, true));
         }
         Ok(())
+    }
+
+    fn control_linked(&self, src: OutAnchor, dst: InAnchor) -> bool {
+        let outs = self.nodes[src.node].peers_of_out(src.index);
+        let ins = &self.nodes[dst.node].in_ctrl;
+        if outs.len() <= ins.len() {
+            outs.contains(&dst)
+        } else {
+            ins.contains(&src)
+        }
     }
 
     fn link_error(&self, src: OutAnchor, dst: InAnchor, already: bool) -> IrError {

@@ -70,8 +70,6 @@ pub struct CompileState {
     pub workspace: Vec<i64>,
     pub workspace_bytes: Vec<i64>,
     pub is_input_const: Vec<bool>,
-    pub engine_name: String,
-    pub kernel_lib_name: String,
     /// Legacy OpDef fields (`input_name`, `src_name`, `src_index`, `dst_name`, `dst_index`):
     /// kept for round trips; edges are never built from them.
     pub legacy_input_names: Vec<String>,
@@ -81,13 +79,36 @@ pub struct CompileState {
     pub dst_indexes: Vec<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The lazily allocated part of an op. Placement sets only the engine names, so those sit
+/// here directly; the bulky IR metadata and compile state have boxes of their own.
+#[derive(Debug, Clone, Default)]
 struct OpDescExt {
-    ir: IrMeta,
-    compile: CompileState,
+    engine_name: String,
+    kernel_lib_name: String,
+    stream_id: i64,
     /// Subgraph instance names by IR subgraph index; "" for an unset slot.
     subgraph_instances: Vec<String>,
-    stream_id: i64,
+    ir: Option<Box<IrMeta>>,
+    compile: Option<Box<CompileState>>,
+}
+
+fn boxed_eq<T: PartialEq + Default>(a: &Option<Box<T>>, b: &Option<Box<T>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b,
+        (Some(x), None) | (None, Some(x)) => **x == T::default(),
+        (None, None) => true,
+    }
+}
+
+impl PartialEq for OpDescExt {
+    fn eq(&self, o: &Self) -> bool {
+        self.engine_name == o.engine_name
+            && self.kernel_lib_name == o.kernel_lib_name
+            && self.stream_id == o.stream_id
+            && self.subgraph_instances == o.subgraph_instances
+            && boxed_eq(&self.ir, &o.ir)
+            && boxed_eq(&self.compile, &o.compile)
+    }
 }
 
 /// One op. Rarely used parts live in a lazily allocated box so that a plain node stays small.
@@ -106,11 +127,7 @@ pub struct OpDesc {
 impl PartialEq for OpDesc {
     fn eq(&self, other: &Self) -> bool {
         // A box holding only defaults equals no box.
-        let ext_eq = match (&self.ext, &other.ext) {
-            (Some(a), Some(b)) => a == b,
-            (Some(x), None) | (None, Some(x)) => **x == OpDescExt::default(),
-            (None, None) => true,
-        };
+        let ext_eq = boxed_eq(&self.ext, &other.ext);
         self.name == other.name
             && self.op_type == other.op_type
             && self.id == other.id
@@ -406,28 +423,29 @@ impl OpDesc {
     }
 
     pub fn ir_meta(&self) -> Option<&IrMeta> {
-        self.ext.as_ref().map(|e| &e.ir)
+        self.ext.as_ref()?.ir.as_deref()
     }
     pub fn ir_meta_mut(&mut self) -> &mut IrMeta {
-        &mut self.ext_mut().ir
+        self.ext_mut().ir.get_or_insert_with(Default::default)
     }
     pub fn compile_state(&self) -> Option<&CompileState> {
-        self.ext.as_ref().map(|e| &e.compile)
+        self.ext.as_ref()?.compile.as_deref()
     }
     pub fn compile_state_mut(&mut self) -> &mut CompileState {
-        &mut self.ext_mut().compile
+        self.ext_mut().compile.get_or_insert_with(Default::default)
     }
+    /// The engine placement chose (in memory only, as GE's SetOpEngineName).
     pub fn engine_name(&self) -> &str {
-        self.compile_state().map_or("", |c| &c.engine_name)
+        self.ext.as_ref().map_or("", |e| &e.engine_name)
     }
     pub fn set_engine_name(&mut self, name: impl Into<String>) {
-        self.compile_state_mut().engine_name = name.into();
+        self.ext_mut().engine_name = name.into();
     }
     pub fn kernel_lib_name(&self) -> &str {
-        self.compile_state().map_or("", |c| &c.kernel_lib_name)
+        self.ext.as_ref().map_or("", |e| &e.kernel_lib_name)
     }
     pub fn set_kernel_lib_name(&mut self, name: impl Into<String>) {
-        self.compile_state_mut().kernel_lib_name = name.into();
+        self.ext_mut().kernel_lib_name = name.into();
     }
 
     /// Subgraph instance names by subgraph index ("" = unset slot).

@@ -1,9 +1,12 @@
 //! rge: the facade crate. Re-exports the layers and holds the command line's commands, so that
 //! they can be tested as functions (`rge::cli::*`).
 
+pub use rge_compiler as compiler;
+pub use rge_engine as engine;
 pub use rge_formats as formats;
 pub use rge_ir as ir;
 pub use rge_ops as ops;
 
 pub mod cli;
+pub mod engines;
 pub mod model;

@@ -28,6 +28,32 @@ enum Command {
         #[arg(long)]
         shapes: bool,
     },
+    /// Engines: cost, runtime, atomic/composite, stream flags, op types supported.
+    Engines {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Engine of every node, with the reason.
+    Place {
+        file: PathBuf,
+        /// Engines to leave out, comma separated.
+        #[arg(long)]
+        exclude_engines: Option<String>,
+        /// Core engine type: dense or vector.
+        #[arg(long)]
+        engine_type: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-engine partitions with PlaceHolder/End counts and streams.
+    Partition {
+        file: PathBuf,
+        /// Write a DOT graph with nodes coloured by engine.
+        #[arg(long)]
+        dot: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Registered ops: domain, version range, inputs, outputs, attributes.
     Ops {
         #[arg(long)]
@@ -56,6 +82,21 @@ fn main() -> ExitCode {
             }
         }
         Command::Ops { json } => cli::ops::run(json),
+        Command::Engines { json } => cli::engines::list(json),
+        Command::Place {
+            file,
+            exclude_engines,
+            engine_type,
+            json,
+        } => cli::engines::place(
+            &file,
+            exclude_engines.as_deref(),
+            engine_type.as_deref(),
+            json,
+        ),
+        Command::Partition { file, dot, json } => {
+            cli::engines::partition(&file, dot.as_deref(), json)
+        }
         Command::Convert { input, output } => cli::convert::run(&input, &output),
         Command::Sort {
             file,

@@ -163,3 +163,57 @@ fn inspect_shapes_names_tensors_by_onnx_value_name() {
     let err = cli::shapes::run(&fixture("onnx_if.onnx"), false).unwrap_err();
     assert!(err.message.contains("If_1"), "{}", err.message);
 }
+
+#[test]
+fn engines_place_and_partition() {
+    let v: serde_json::Value = serde_json::from_str(&cli::engines::list(true).unwrap()).unwrap();
+    let text = v.to_string();
+    assert!(text.contains("\"cpu\"") && text.contains("\"local\"") && text.contains("\"host\""));
+
+    let file = fixture("onnx_conv2d.onnx");
+    let v: serde_json::Value =
+        serde_json::from_str(&cli::engines::place(&file, None, None, true).unwrap()).unwrap();
+    let nodes = v["nodes"].as_array().unwrap();
+    let engine_of = |t: &str| {
+        nodes.iter().find(|n| n["type"] == t).unwrap()["engine"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(engine_of("Conv"), "cpu");
+    assert_eq!(engine_of("Data"), "local");
+    assert!(nodes
+        .iter()
+        .all(|n| n["reason"].as_str().is_some_and(|r| !r.is_empty())));
+    // Excluding cpu sends Conv to the host engine, and the reason says so.
+    let v: serde_json::Value =
+        serde_json::from_str(&cli::engines::place(&file, Some("cpu"), None, true).unwrap())
+            .unwrap();
+    let conv = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["type"] == "Conv")
+        .unwrap()
+        .clone();
+    assert_eq!(conv["engine"], "host");
+    assert!(conv["reason"].as_str().unwrap().contains("cpu"), "{conv}");
+    assert!(cli::engines::place(&file, None, Some("quantum"), true).is_err());
+
+    let dot = tmp("conv_partitions.dot");
+    let v: serde_json::Value =
+        serde_json::from_str(&cli::engines::partition(&file, Some(&dot), true).unwrap()).unwrap();
+    let parts = v["partitions"].as_array().unwrap();
+    let conv_part = parts.iter().find(|p| p["engine"] == "cpu").unwrap();
+    assert!(conv_part["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().starts_with("Conv")));
+    assert!(parts
+        .iter()
+        .any(|p| p["name"] == "partition0_rank0_inputNodeGraph"));
+    assert!(std::fs::read_to_string(&dot)
+        .unwrap()
+        .starts_with("digraph"));
+}

@@ -12,7 +12,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(m) = onnx::import_bytes(Bytes::copy_from_slice(data), "<fuzz>") else {
         return;
     };
-    let bytes = onnx::export(&m).expect("an imported model exports").encode_to_vec();
+    let bytes = onnx::export(&m)
+        .expect("an imported model exports")
+        .encode_to_vec();
     let again = onnx::import_bytes(Bytes::from(bytes.clone()), "<fuzz-export>")
         .expect("an exported model imports");
     // Graph equality compares float attributes with `==`, which a NaN never passes; then the

@@ -119,8 +119,8 @@ pub(crate) fn attr_from_proto<'p>(
     ext: &mut External,
     at: &At,
 ) -> Result<Imported<'p>> {
-    let ty = attr_type(a)
-        .ok_or_else(|| at.invalid(format!("attribute `{}` has no type", a.name)))?;
+    let ty =
+        attr_type(a).ok_or_else(|| at.invalid(format!("attribute `{}` has no type", a.name)))?;
     let missing = || at.invalid(format!("attribute `{}` ({ty:?}) has no value", a.name));
     let desc = |tp: &TypeProto| desc_from_type(Some(tp)).map_err(|m| at.invalid(m));
     let v = match ty {
@@ -132,7 +132,12 @@ pub(crate) fn attr_from_proto<'p>(
             Err(b) => AttrValue::Bytes(b),
         },
         T::Tensor => tensor(a.t.as_ref().ok_or_else(missing)?, ext, at)?.into(),
-        T::Graph => return Ok(Imported::Graphs(vec![a.g.as_ref().ok_or_else(missing)?], false)),
+        T::Graph => {
+            return Ok(Imported::Graphs(
+                vec![a.g.as_ref().ok_or_else(missing)?],
+                false,
+            ))
+        }
         T::Graphs => return Ok(Imported::Graphs(a.graphs.iter().collect(), true)),
         T::Floats => AttrValue::ListFloat(a.floats.clone()),
         T::Ints => AttrValue::ListInt(a.ints.clone()),
@@ -168,9 +173,7 @@ pub(crate) fn attr_from_proto<'p>(
         }
         T::TypeProtos => {
             if a.type_protos.iter().all(is_tensor_type) {
-                AttrValue::ListTensorDesc(
-                    a.type_protos.iter().map(desc).collect::<Result<_>>()?,
-                )
+                AttrValue::ListTensorDesc(a.type_protos.iter().map(desc).collect::<Result<_>>()?)
             } else {
                 AttrValue::ListNamedAttrs(a.type_protos.iter().map(type_bundle).collect())
             }
@@ -292,7 +295,10 @@ pub(crate) fn attr_to_proto(name: &str, v: &AttrValue) -> Result<Option<Attribut
             T::Floats
         }
         AttrValue::ListString(v) => {
-            a.strings = v.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect();
+            a.strings = v
+                .iter()
+                .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+                .collect();
             T::Strings
         }
         AttrValue::ListBytes(v) => {

@@ -23,7 +23,11 @@ pub enum OnnxError {
     },
     /// The model is well-formed protobuf but breaks an ONNX rule rge relies on.
     #[error("{file}: {at}: {msg}")]
-    Invalid { file: String, at: String, msg: String },
+    Invalid {
+        file: String,
+        at: String,
+        msg: String,
+    },
     /// A node (or graph output) names a value that nothing in scope produces.
     #[error("{file}: {at}: value `{value}` is not produced by any node, graph input or initializer in scope")]
     UnknownValue {

@@ -16,8 +16,8 @@ use super::types::type_from_desc;
 use super::OnnxModel;
 use crate::onnx_proto::attribute_proto::AttributeType;
 use crate::onnx_proto::{
-    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-    StringStringEntryProto, ValueInfoProto,
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    ValueInfoProto,
 };
 
 /// The opset a graph without `_onnx_opset_*` attributes is exported at.
@@ -137,6 +137,30 @@ pub(crate) fn export_model(m: &OnnxModel) -> Result<ModelProto> {
     })
 }
 
+/// What a node is in ONNX terms. Ops of another domain (`_onnx_domain`) are always nodes.
+#[derive(PartialEq)]
+enum Role {
+    Input,
+    Initializer,
+    Outputs,
+    Node,
+}
+
+fn role(op: &rge_ir::OpDesc) -> Role {
+    let t = op.op_type();
+    if op.attrs().contains(names::DOMAIN) {
+        Role::Node
+    } else if op_types::is_data(t) {
+        Role::Input
+    } else if t == op_types::CONST {
+        Role::Initializer
+    } else if t == op_types::NET_OUTPUT {
+        Role::Outputs
+    } else {
+        Role::Node
+    }
+}
+
 struct Exporter<'a> {
     g: &'a ComputeGraph,
     ir_version: i64,
@@ -168,7 +192,12 @@ impl<'a> Exporter<'a> {
         let outputs = |n: NodeId| g.op(n).map_or(0, |o| o.output_count());
         let plain: Vec<(GraphId, Vec<NodeId>)> = graphs
             .iter()
-            .map(|&gid| (gid, g.nodes_of(gid).filter(|&n| !ex.is_capture(n)).collect()))
+            .map(|&gid| {
+                (
+                    gid,
+                    g.nodes_of(gid).filter(|&n| !ex.is_capture(n)).collect(),
+                )
+            })
             .collect();
         for (_, nodes) in &plain {
             for &n in nodes {
@@ -185,7 +214,7 @@ impl<'a> Exporter<'a> {
             let listed = g.output_nodes(*gid);
             for &n in nodes {
                 let node = g.node(n).expect("live");
-                let io = op_types::is_data(node.op_type()) || node.op_type() == op_types::CONST;
+                let io = matches!(role(node.op()), Role::Input | Role::Initializer);
                 for i in 0..outputs(n) {
                     if ex.names.contains_key(&(n, i)) {
                         continue;
@@ -221,26 +250,33 @@ impl<'a> Exporter<'a> {
         let Some(node) = self.g.node(n) else {
             return false;
         };
-        if !op_types::is_data(node.op_type()) || node.graph() == self.g.root() {
+        if role(node.op()) != Role::Input || node.graph() == self.g.root() {
             return false;
         }
         let attrs = node.op().attrs();
         attrs.get_bool(names::CAPTURE) == Ok(Some(true))
             || attrs.contains(PARENT_NODE_INDEX)
                 && self
-                .g
-                .parent_node(node.graph())
-                .and_then(|p| self.g.op(p))
-                .is_some_and(|p| p.op_type() == "If" && !p.attrs().contains(names::DOMAIN))
+                    .g
+                    .parent_node(node.graph())
+                    .and_then(|p| self.g.op(p))
+                    .is_some_and(|p| p.op_type() == "If" && !p.attrs().contains(names::DOMAIN))
     }
 
     /// The ONNX name of the value at `a`, following captures out to the graph that defines it.
     fn value_of(&self, mut a: OutAnchor) -> Result<String> {
         for _ in 0..=self.g.subgraphs().len() + 1 {
             if !self.is_capture(a.node) {
-                return self.names.get(&(a.node, a.index as usize)).cloned().ok_or_else(|| {
-                    err(self.g.name_of(a.node), format!("output {} has no name", a.index))
-                });
+                return self
+                    .names
+                    .get(&(a.node, a.index as usize))
+                    .cloned()
+                    .ok_or_else(|| {
+                        err(
+                            self.g.name_of(a.node),
+                            format!("output {} has no name", a.index),
+                        )
+                    });
             }
             let at = self.g.name_of(a.node).to_string();
             let op = self.g.op(a.node).expect("live");
@@ -259,7 +295,13 @@ impl<'a> Exporter<'a> {
                 .ok()
                 .and_then(|k| self.g.node(parent)?.peer_of_input(k))
                 .ok_or_else(|| {
-                    err(&at, format!("parent input {k} of `{}` is not linked", self.g.name_of(parent)))
+                    err(
+                        &at,
+                        format!(
+                            "parent input {k} of `{}` is not linked",
+                            self.g.name_of(parent)
+                        ),
+                    )
                 })?;
         }
         Err(err(self.g.name_of(a.node), "captures nest too deep"))
@@ -293,13 +335,18 @@ impl<'a> Exporter<'a> {
         for n in g.nodes_of(gid) {
             let node = g.node(n).expect("live");
             let op = node.op();
-            let t = op.op_type();
-            if op_types::is_data(t) {
+            let r = role(op);
+            if r == Role::Input {
                 if !self.is_capture(n) {
-                    let idx = op.attrs().get_int(DATA_INDEX).ok().flatten().unwrap_or(i64::MAX);
+                    let idx = op
+                        .attrs()
+                        .get_int(DATA_INDEX)
+                        .ok()
+                        .flatten()
+                        .unwrap_or(i64::MAX);
                     data.push((idx, n));
                 }
-            } else if t == op_types::CONST {
+            } else if r == Role::Initializer {
                 let at = format!("graph `{gname}` Const `{}`", op.name());
                 let tensor: &Tensor = op
                     .attrs()
@@ -308,18 +355,20 @@ impl<'a> Exporter<'a> {
                     .ok_or_else(|| err(&at, "no `value` tensor"))?;
                 let vname = self.value_of(n.out(0))?;
                 let tp = tensor_to_proto(tensor, &vname).map_err(|m| err(&at, m))?;
-                if self.ir_version < 4 || op.attrs().get_bool(names::GRAPH_INPUT) == Ok(Some(true)) {
+                if self.ir_version < 4 || op.attrs().get_bool(names::GRAPH_INPUT) == Ok(Some(true))
+                {
                     defaults.push(self.value_info(vname, Some(&tensor.desc)));
                 }
                 gp.initializer.push(tp);
-            } else if t == op_types::NET_OUTPUT {
+            } else if r == Role::Outputs {
                 net_output.get_or_insert(n);
             } else {
                 gp.node.push(self.node_proto(n)?);
                 for i in 0..op.output_count() {
-                    if let (Some(name), Some(tp)) =
-                        (self.names.get(&(n, i)), op.output(i).and_then(type_from_desc))
-                    {
+                    if let (Some(name), Some(tp)) = (
+                        self.names.get(&(n, i)),
+                        op.output(i).and_then(type_from_desc),
+                    ) {
                         gp.value_info.push(ValueInfoProto {
                             name: name.clone(),
                             r#type: Some(tp),
@@ -340,15 +389,20 @@ impl<'a> Exporter<'a> {
                 let node = g.node(no).expect("live");
                 for (j, peer) in node.input_peers().iter().enumerate() {
                     let src = peer.filter(|p| !p.is_control()).ok_or_else(|| {
-                        err(format!("graph `{gname}` NetOutput"), format!("input {j} is not linked"))
+                        err(
+                            format!("graph `{gname}` NetOutput"),
+                            format!("input {j} is not linked"),
+                        )
                     })?;
-                    gp.output.push(self.value_info(self.value_of(src)?, node.op().input(j)));
+                    gp.output
+                        .push(self.value_info(self.value_of(src)?, node.op().input(j)));
                 }
             }
             None => {
                 for &(n, i) in g.output_nodes(gid) {
                     let d = g.op(n).and_then(|o| o.output(i as usize));
-                    gp.output.push(self.value_info(self.value_of(n.out(i as usize))?, d));
+                    gp.output
+                        .push(self.value_info(self.value_of(n.out(i as usize))?, d));
                 }
             }
         }
@@ -383,13 +437,16 @@ impl<'a> Exporter<'a> {
             });
         }
         for i in 0..op.output_count() {
-            np.output.push(self.names.get(&(n, i)).cloned().unwrap_or_default());
+            np.output
+                .push(self.names.get(&(n, i)).cloned().unwrap_or_default());
         }
         for (k, v) in attrs.iter() {
             if k.starts_with(names::RESERVED_PREFIX) {
                 continue;
             }
-            if let Some(a) = attr_to_proto(k, v).map_err(|m| err(format!("{at} attribute `{k}`"), m))? {
+            if let Some(a) =
+                attr_to_proto(k, v).map_err(|m| err(format!("{at} attribute `{k}`"), m))?
+            {
                 np.attribute.push(a);
             }
         }
@@ -399,7 +456,10 @@ impl<'a> Exporter<'a> {
                 _ => Vec::new(),
             }
         };
-        let (slots, lists) = (strings(names::SUBGRAPH_ATTRS), strings(names::SUBGRAPH_LISTS));
+        let (slots, lists) = (
+            strings(names::SUBGRAPH_ATTRS),
+            strings(names::SUBGRAPH_LISTS),
+        );
         let list_attr = |name: &str| AttributeProto {
             name: name.to_string(),
             r#type: AttributeType::Graphs as i32,
@@ -409,12 +469,15 @@ impl<'a> Exporter<'a> {
             let Some(sub) = g.subgraph_by_name(inst) else {
                 continue;
             };
-            let slot = slots.get(i).cloned().unwrap_or_else(|| match (op.op_type(), i) {
-                ("If", 0) => "then_branch".into(),
-                ("If", 1) => "else_branch".into(),
-                ("Loop" | "Scan", 0) => "body".into(),
-                _ => format!("subgraph{i}"),
-            });
+            let slot = slots
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| match (op.op_type(), i) {
+                    ("If", 0) => "then_branch".into(),
+                    ("If", 1) => "else_branch".into(),
+                    ("Loop" | "Scan", 0) => "body".into(),
+                    _ => format!("subgraph{i}"),
+                });
             let body = self.graph_proto(sub)?;
             if lists.contains(&slot) {
                 match np.attribute.iter_mut().find(|a| a.name == slot) {

@@ -3,13 +3,11 @@
 //! directory: absolute paths, `..` and symbolic links that lead outside are refused; every range
 //! is checked against the file's size before any memory is allocated for it.
 //!
-//! The data is read with positioned reads, one open file handle per data file. (A memory map
-//! would make this zero-copy, but `rge-formats` is `#![forbid(unsafe_code)]` and mapping a file
-//! is unsafe; see docs/onnx.md.)
+//! Each data file is memory-mapped once (`crate::mmap`) and tensors are slices of the map: no
+//! weight is copied.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
 use bytes::Bytes;
@@ -25,7 +23,7 @@ pub(crate) struct External {
     base: Option<PathBuf>,
     /// Canonical base, computed on first use.
     base_canon: Option<PathBuf>,
-    files: HashMap<PathBuf, (File, u64)>,
+    files: HashMap<PathBuf, Bytes>,
 }
 
 impl External {
@@ -67,8 +65,8 @@ impl External {
         let offset = offset.map(|v| parse("offset", v)).transpose()?.unwrap_or(0);
         let length = length.map(|v| parse("length", v)).transpose()?;
         let path = self.resolve(location).map_err(err)?;
-        let (file, size) = match self.files.get_mut(&path) {
-            Some(f) => f,
+        let data = match self.files.get(&path) {
+            Some(d) => d.clone(),
             None => {
                 let f = File::open(&path).map_err(|e| err(format!("`{location}`: {e}")))?;
                 let meta = f
@@ -77,10 +75,17 @@ impl External {
                 if !meta.is_file() {
                     return Err(err(format!("`{location}` is not a regular file")));
                 }
-                self.files.entry(path.clone()).or_insert((f, meta.len()))
+                let d = if meta.len() == 0 {
+                    Bytes::new()
+                } else {
+                    crate::mmap::map_open_file(&f)
+                        .map_err(|e| err(format!("mapping `{location}`: {e}")))?
+                };
+                self.files.insert(path.clone(), d.clone());
+                d
             }
         };
-        let size = *size;
+        let size = data.len() as u64;
         let length = length.unwrap_or_else(|| size.saturating_sub(offset));
         let end = offset.checked_add(length).filter(|&e| e <= size);
         if end.is_none() {
@@ -94,12 +99,8 @@ impl External {
                 "`length` is {length} bytes; the tensor's dims and type need {expect}"
             )));
         }
-        let len = usize::try_from(length).map_err(|_| err("too large for memory".into()))?;
-        let mut buf = vec![0u8; len];
-        file.seek(SeekFrom::Start(offset))
-            .and_then(|_| file.read_exact(&mut buf))
-            .map_err(|e| err(format!("reading `{location}`: {e}")))?;
-        Ok(Bytes::from(buf))
+        // In range of a mapped length, so both fit usize.
+        Ok(data.slice(offset as usize..(offset + length) as usize))
     }
 
     /// The canonical path of `location`, checked to lie inside the model's directory.

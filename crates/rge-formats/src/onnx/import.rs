@@ -8,9 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use rge_ir::attr_names::{DATA_INDEX, PARENT_NODE_INDEX};
-use rge_ir::{
-    op_types, ComputeGraph, GraphId, NamedAttrs, NodeId, OpDesc, OutAnchor, TensorDesc,
-};
+use rge_ir::{op_types, ComputeGraph, GraphId, NamedAttrs, NodeId, OpDesc, OutAnchor, TensorDesc};
 use smallvec::SmallVec;
 
 use super::attrs::{attr_from_proto, sparse_from_proto, Imported};
@@ -152,7 +150,11 @@ impl<'p> Importer<'p> {
             .graph
             .as_ref()
             .ok_or_else(|| self.invalid("model", "the model has no graph"))?;
-        let name = if gp.name.is_empty() { "main_graph" } else { &gp.name };
+        let name = if gp.name.is_empty() {
+            "main_graph"
+        } else {
+            &gp.name
+        };
         self.g = ComputeGraph::new(name);
         self.graph_names.claim(name);
         let root = self.g.root();
@@ -253,20 +255,21 @@ impl<'p> Importer<'p> {
 
         // Initializers first, to tell graph inputs with defaults from plain ones.
         let mut inits: HashSet<&str> = HashSet::with_capacity(gp.initializer.len());
-        let sparse_names = gp.sparse_initializer.iter().map(|s| {
-            s.values
-                .as_ref()
-                .map_or("", |v| v.name.as_str())
-        });
-        for name in gp.initializer.iter().map(|t| t.name.as_str()).chain(sparse_names) {
+        let sparse_names = gp
+            .sparse_initializer
+            .iter()
+            .map(|s| s.values.as_ref().map_or("", |v| v.name.as_str()));
+        for name in gp
+            .initializer
+            .iter()
+            .map(|t| t.name.as_str())
+            .chain(sparse_names)
+        {
             if name.is_empty() {
                 return Err(self.invalid(at_g("initializer".into()), "an initializer has no name"));
             }
             if !inits.insert(name) {
-                return Err(self.invalid(
-                    at_g(format!("initializer `{name}`")),
-                    "defined twice",
-                ));
+                return Err(self.invalid(at_g(format!("initializer `{name}`")), "defined twice"));
             }
         }
 
@@ -289,14 +292,25 @@ impl<'p> Importer<'p> {
             let value = self.value_name(name, &gname);
             let binding = body.as_ref().and_then(|b| self.input_binding(b, formal));
             let id = self.add_data(level, &value, desc, Some(&value), binding)?;
-            self.frames[level].values.entry(name).or_default().push((-1, id.out(0)));
+            self.frames[level]
+                .values
+                .entry(name)
+                .or_default()
+                .push((-1, id.out(0)));
             formal += 1;
         }
 
         // Initializers → Const (sparse ones → Constant with `sparse_value`).
         for t in &gp.initializer {
             let at = at_g(format!("initializer `{}`", t.name));
-            let tensor = tensor_from_proto(t, &mut self.ext, &At { file: &self.file, at: &at })?;
+            let tensor = tensor_from_proto(
+                t,
+                &mut self.ext,
+                &At {
+                    file: &self.file,
+                    at: &at,
+                },
+            )?;
             let value = self.value_name(&t.name, &gname);
             let mut op = OpDesc::new(&value, op_types::CONST);
             let mut desc = tensor.desc.clone();
@@ -307,12 +321,23 @@ impl<'p> Importer<'p> {
                 op.attrs_mut().set(names::GRAPH_INPUT, true);
             }
             let id = self.add_node(level, op, false, &at)?;
-            self.frames[level].values.entry(t.name.as_str()).or_default().push((-1, id.out(0)));
+            self.frames[level]
+                .values
+                .entry(t.name.as_str())
+                .or_default()
+                .push((-1, id.out(0)));
         }
         for s in &gp.sparse_initializer {
             let name = s.values.as_ref().map_or("", |v| v.name.as_str());
             let at = at_g(format!("sparse initializer `{name}`"));
-            let na = sparse_from_proto(s, &mut self.ext, &At { file: &self.file, at: &at })?;
+            let na = sparse_from_proto(
+                s,
+                &mut self.ext,
+                &At {
+                    file: &self.file,
+                    at: &at,
+                },
+            )?;
             let value = self.value_name(name, &gname);
             let mut op = OpDesc::new(&value, op_types::CONSTANT);
             let mut desc = TensorDesc::default();
@@ -320,7 +345,11 @@ impl<'p> Importer<'p> {
             op.add_output("", desc).map_err(self.ir(&at))?;
             op.attrs_mut().set("sparse_value", na);
             let id = self.add_node(level, op, false, &at)?;
-            self.frames[level].values.entry(name).or_default().push((-1, id.out(0)));
+            self.frames[level]
+                .values
+                .entry(name)
+                .or_default()
+                .push((-1, id.out(0)));
         }
 
         let (ids, bodies) = self.create_nodes(gp, gid, &gname)?;
@@ -419,6 +448,19 @@ impl<'p> Importer<'p> {
             if np.op_type.is_empty() {
                 return Err(self.invalid(at, "the node has no op_type"));
             }
+            let t = np.op_type.as_str();
+            let reserved =
+                op_types::is_data(t) || t == op_types::CONST || t == op_types::NET_OUTPUT;
+            if reserved && is_default_domain(&np.domain) {
+                return Err(OnnxError::Unsupported {
+                    file: self.file.clone(),
+                    at,
+                    what: format!(
+                        "op type `{t}` in the default domain: rge reserves it for graph inputs, \
+                         initializers and outputs"
+                    ),
+                });
+            }
             let (op, b) = self.node_op(np, name, &at)?;
             ids.push(self.add_node(level, op, false, &at)?);
             bodies.push(b);
@@ -435,10 +477,12 @@ impl<'p> Importer<'p> {
     ) -> Result<(OpDesc, Vec<(String, String, &'p GraphProto)>)> {
         let mut op = OpDesc::new(name, &np.op_type);
         for _ in &np.input {
-            op.add_input("", TensorDesc::default()).map_err(self.ir(at))?;
+            op.add_input("", TensorDesc::default())
+                .map_err(self.ir(at))?;
         }
         for _ in &np.output {
-            op.add_output("", TensorDesc::default()).map_err(self.ir(at))?;
+            op.add_output("", TensorDesc::default())
+                .map_err(self.ir(at))?;
         }
         let mut graphs: Vec<(u8, String, String, &'p GraphProto)> = Vec::new();
         let mut lists: Vec<String> = Vec::new();
@@ -448,7 +492,9 @@ impl<'p> Importer<'p> {
                 return Err(self.invalid(at, "an attribute has no name"));
             }
             if a.name.starts_with(names::RESERVED_PREFIX) {
-                return Err(self.invalid(aat, "attribute names starting with `_onnx_` are reserved"));
+                return Err(
+                    self.invalid(aat, "attribute names starting with `_onnx_` are reserved")
+                );
             }
             if !a.ref_attr_name.is_empty() {
                 return Err(OnnxError::Unsupported {
@@ -461,7 +507,14 @@ impl<'p> Importer<'p> {
             if op.attrs().contains(&a.name) || seen {
                 return Err(self.invalid(aat, "attribute given twice"));
             }
-            match attr_from_proto(a, &mut self.ext, &At { file: &self.file, at: &aat })? {
+            match attr_from_proto(
+                a,
+                &mut self.ext,
+                &At {
+                    file: &self.file,
+                    at: &aat,
+                },
+            )? {
                 Imported::Value(v) => {
                     op.attrs_mut().set(a.name.clone(), v);
                 }
@@ -506,7 +559,10 @@ impl<'p> Importer<'p> {
         if !lists.is_empty() {
             attrs.set(names::SUBGRAPH_LISTS, lists);
         }
-        Ok((op, graphs.into_iter().map(|(_, s, x, g)| (s, x, g)).collect()))
+        Ok((
+            op,
+            graphs.into_iter().map(|(_, s, x, g)| (s, x, g)).collect(),
+        ))
     }
 
     /// Registers node outputs as values and gives each its `_onnx_name`. A name produced more
@@ -568,7 +624,11 @@ impl<'p> Importer<'p> {
             }
             let at = format!("graph `{gname}` value_info `{}`", vi.name);
             let mut desc = desc_from_type(vi.r#type.as_ref()).map_err(|m| self.invalid(at, m))?;
-            if let Some(d) = self.g.op_mut(a.node).and_then(|o| o.output_mut(a.index as usize)) {
+            if let Some(d) = self
+                .g
+                .op_mut(a.node)
+                .and_then(|o| o.output_mut(a.index as usize))
+            {
                 let described = d.dtype() != rge_ir::DataType::Undefined
                     || !d.shape().is_scalar()
                     || d.attrs().contains(names::ONNX_TYPE)
@@ -638,7 +698,8 @@ impl<'p> Importer<'p> {
         let p = self.parents.pop().expect("pushed above");
         if !p.captures.is_empty() {
             if let Some(op) = self.g.op_mut(id) {
-                op.attrs_mut().set(names::FORMAL_INPUTS, np.input.len() as i64);
+                op.attrs_mut()
+                    .set(names::FORMAL_INPUTS, np.input.len() as i64);
             }
             self.canonical_captures(id, np.input.len())?;
         }

@@ -99,7 +99,8 @@ impl OnnxModel {
 pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
     let path = path.as_ref();
     let origin = path.display().to_string();
-    let data = std::fs::read(path).map_err(|source| OnnxError::Io {
+    // Mapped, not read: initializers become slices of the map (no copy of the weights).
+    let data = crate::mmap::map_file(path).map_err(|source| OnnxError::Io {
         file: origin.clone(),
         source,
     })?;
@@ -107,7 +108,7 @@ pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    import_bytes_in(Bytes::from(data), &origin, Some(&dir))
+    import_bytes_in(data, &origin, Some(&dir))
 }
 
 /// Imports a model from memory. `origin` names the model in messages; when it is the path of an
@@ -133,7 +134,11 @@ pub fn import_bytes_in(bytes: Bytes, origin: &str, base_dir: Option<&Path>) -> R
 }
 
 /// Imports a decoded `ModelProto` (its `raw_data` buffers are shared, not copied).
-pub fn import_proto(model: &ModelProto, origin: &str, base_dir: Option<&Path>) -> Result<OnnxModel> {
+pub fn import_proto(
+    model: &ModelProto,
+    origin: &str,
+    base_dir: Option<&Path>,
+) -> Result<OnnxModel> {
     let ext = external::External::new(base_dir.map(Path::to_path_buf));
     let mut imp = import::Importer::new(origin, ext, model);
     imp.import_root(model)?;

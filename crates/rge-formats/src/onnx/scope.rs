@@ -31,7 +31,10 @@ impl<'p> Importer<'p> {
             }
         }
         let f = &mut self.frames[level];
-        let later = f.values.get(name).and_then(|l| l.iter().find(|(p, _)| *p >= pos));
+        let later = f
+            .values
+            .get(name)
+            .and_then(|l| l.iter().find(|(p, _)| *p >= pos));
         if let Some(&(_, a)) = later {
             f.forward = true;
             return Ok(Some(a));
@@ -126,7 +129,12 @@ impl<'p> Importer<'p> {
             for n in self.g.nodes_of(sub).collect::<Vec<_>>() {
                 let op = self.g.op_mut(n).expect("live");
                 if op.attrs().get_bool(names::CAPTURE) == Ok(Some(true)) {
-                    let old = op.attrs().get_int(PARENT_NODE_INDEX).ok().flatten().unwrap_or(0);
+                    let old = op
+                        .attrs()
+                        .get_int(PARENT_NODE_INDEX)
+                        .ok()
+                        .flatten()
+                        .unwrap_or(0);
                     let new = usize::try_from(old)
                         .ok()
                         .and_then(|o| o.checked_sub(formal))
@@ -146,7 +154,9 @@ impl<'p> Importer<'p> {
                 op.attrs_mut().set(DATA_INDEX, (data.len() + i) as i64);
             }
             data.extend(caps.into_iter().map(|c| c.1));
-            self.g.set_input_nodes(sub, data.clone()).map_err(self.ir(&at))?;
+            self.g
+                .set_input_nodes(sub, data.clone())
+                .map_err(self.ir(&at))?;
             data.extend(rest);
             self.g.set_node_order(sub, &data).map_err(self.ir(&at))?;
         }
@@ -166,7 +176,10 @@ impl<'p> Importer<'p> {
             }
             let k = op.attrs().get_int(PARENT_NODE_INDEX).ok()??;
             let parent = self.g.parent_node(self.g.graph_of(a.node)?)?;
-            a = self.g.node(parent)?.peer_of_input(usize::try_from(k).ok()?)?;
+            a = self
+                .g
+                .node(parent)?
+                .peer_of_input(usize::try_from(k).ok()?)?;
         }
         None
     }
@@ -207,7 +220,9 @@ impl<'p> Importer<'p> {
             return self.g.set_node_order(gid, &order).map_err(self.ir(at));
         }
         // Walk back from a node left over through left-over producers until one repeats.
-        let start = (0..nodes.len()).find(|&i| indeg[i] > 0).expect("a node is left");
+        let start = (0..nodes.len())
+            .find(|&i| indeg[i] > 0)
+            .expect("a node is left");
         let mut path: Vec<usize> = Vec::new();
         let mut seen: HashMap<usize, usize> = HashMap::new();
         let mut cur = start;

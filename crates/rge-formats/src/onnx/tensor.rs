@@ -258,7 +258,11 @@ pub fn decode_strings(data: &Bytes, n: usize) -> Result<Vec<Bytes>, String> {
         let end = off.checked_add(len).filter(|&e| e <= data.len() as u64);
         match end {
             Some(end) if off >= heads as u64 => out.push(data.slice(off as usize..end as usize)),
-            _ => return Err(format!("string at {off} of {len} bytes is outside the data")),
+            _ => {
+                return Err(format!(
+                    "string at {off} of {len} bytes is outside the data"
+                ))
+            }
         }
     }
     Ok(out)

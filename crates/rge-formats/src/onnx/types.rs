@@ -89,8 +89,7 @@ pub(crate) fn dtype_to_onnx(dt: DataType) -> Option<i32> {
 
 /// Sets `desc`'s data type from ONNX value `v` (tagging stand-ins); errors on unknown values.
 pub(crate) fn set_onnx_dtype(desc: &mut TensorDesc, v: i32) -> Result<(), String> {
-    let (dt, tagged) =
-        dtype_from_onnx(v).ok_or_else(|| format!("unknown ONNX data type {v}"))?;
+    let (dt, tagged) = dtype_from_onnx(v).ok_or_else(|| format!("unknown ONNX data type {v}"))?;
     desc.set_dtype(dt);
     if tagged {
         desc.attrs_mut().set(names::ONNX_DTYPE, i64::from(v));
@@ -153,10 +152,8 @@ pub(crate) fn desc_from_type(tp: Option<&TypeProto>) -> Result<TensorDesc, Strin
             set_shape(&mut desc, t.shape.as_ref())?;
         }
         _ => {
-            desc.attrs_mut().set(
-                names::ONNX_TYPE,
-                AttrValue::Bytes(tp.encode_to_vec()),
-            );
+            desc.attrs_mut()
+                .set(names::ONNX_TYPE, AttrValue::Bytes(tp.encode_to_vec()));
         }
     }
     Ok(desc)

@@ -14,8 +14,8 @@ use rge_formats::onnx::{self, OnnxModel};
 use rge_formats::onnx_proto::attribute_proto::AttributeType;
 use rge_formats::onnx_proto::tensor_shape_proto::{dimension, Dimension};
 use rge_formats::onnx_proto::{
-    type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto,
 };
 
 pub const FIXTURES: [&str; 5] = [
@@ -159,7 +159,11 @@ pub fn f32_tensor(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
         name: name.into(),
         dims: dims.to_vec(),
         data_type: 1,
-        raw_data: values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>().into(),
+        raw_data: values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>()
+            .into(),
         ..Default::default()
     }
 }

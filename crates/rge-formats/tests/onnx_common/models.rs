@@ -5,9 +5,8 @@ use bytes::Bytes;
 use rge_formats::onnx_proto::attribute_proto::AttributeType as T;
 use rge_formats::onnx_proto::tensor_shape_proto::{dimension, Dimension};
 use rge_formats::onnx_proto::{
-    type_proto, AttributeProto, FunctionProto, ModelProto, OperatorSetIdProto,
-    SparseTensorProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
-    ValueInfoProto,
+    type_proto, AttributeProto, FunctionProto, ModelProto, OperatorSetIdProto, SparseTensorProto,
+    StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
 };
 
 use super::*;
@@ -157,7 +156,10 @@ pub fn unsorted_body() -> ModelProto {
         vec![],
     );
     let iff = with_attr(
-        with_attr(node("If", "iff", &["c"], &["o"]), attr_graph("then_branch", then_g)),
+        with_attr(
+            node("If", "iff", &["c"], &["o"]),
+            attr_graph("then_branch", then_g),
+        ),
         attr_graph("else_branch", else_g),
     );
     model(
@@ -201,9 +203,14 @@ pub fn typed() -> ModelProto {
         t("f8fnuz", 18, &[1], &|t| t.int32_data = vec![0x40]),
         t("c64", 14, &[1], &|t| t.float_data = vec![1.0, -2.0]),
         t("c128", 15, &[1], &|t| t.double_data = vec![3.0, 4.0]),
-        t("s", 8, &[2], &|t| t.string_data = vec![Bytes::from("ab"), Bytes::from("")]),
+        t("s", 8, &[2], &|t| {
+            t.string_data = vec![Bytes::from("ab"), Bytes::from("")]
+        }),
         t("raw", 11, &[2], &|t| {
-            t.raw_data = [1.5f64, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+            t.raw_data = [1.5f64, -2.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
         }),
         t("empty", 1, &[0, 3], &|_| {}),
     ];
@@ -211,7 +218,12 @@ pub fn typed() -> ModelProto {
     let mut outputs = Vec::new();
     for tp in &inits {
         let o = format!("{}_out", tp.name);
-        nodes.push(node("Identity", &format!("id_{}", tp.name), &[&tp.name], &[&o]));
+        nodes.push(node(
+            "Identity",
+            &format!("id_{}", tp.name),
+            &[&tp.name],
+            &[&o],
+        ));
         outputs.push(vi(&o, tp.data_type, &tp.dims));
     }
     let mut m = model(graph("typed", nodes, vec![], outputs, inits), 21);
@@ -224,16 +236,23 @@ pub fn attrs() -> ModelProto {
     let sub = |n: &str| {
         graph(
             n,
-            vec![node("Identity", &format!("{n}_id"), &["x"], &[&format!("{n}_o")])],
+            vec![node(
+                "Identity",
+                &format!("{n}_id"),
+                &["x"],
+                &[&format!("{n}_o")],
+            )],
             vec![],
             vec![vi(&format!("{n}_o"), 1, &[2])],
             vec![],
         )
     };
     let seq = TypeProto {
-        value: Some(type_proto::Value::SequenceType(Box::new(type_proto::Sequence {
-            elem_type: Some(Box::new(tensor_type(1, &[2]))),
-        }))),
+        value: Some(type_proto::Value::SequenceType(Box::new(
+            type_proto::Sequence {
+                elem_type: Some(Box::new(tensor_type(1, &[2]))),
+            },
+        ))),
         ..Default::default()
     };
     let sparse = SparseTensorProto {
@@ -249,12 +268,22 @@ pub fn attrs() -> ModelProto {
         attr("t", T::Tensor, |a| a.t = Some(f32_tensor("", &[1], &[3.0]))),
         attr("fs", T::Floats, |a| a.floats = vec![1.0, 2.0]),
         attr("is", T::Ints, |a| a.ints = vec![]),
-        attr("ss", T::Strings, |a| a.strings = vec![Bytes::from("a"), Bytes::from("b")]),
-        attr("ts", T::Tensors, |a| a.tensors = vec![i64_tensor("", &[1], &[9])]),
-        attr("sp", T::SparseTensor, |a| a.sparse_tensor = Some(sparse.clone())),
-        attr("tp", T::TypeProto, |a| a.tp = Some(dims_type(1, &[Some("B"), None]))),
+        attr("ss", T::Strings, |a| {
+            a.strings = vec![Bytes::from("a"), Bytes::from("b")]
+        }),
+        attr("ts", T::Tensors, |a| {
+            a.tensors = vec![i64_tensor("", &[1], &[9])]
+        }),
+        attr("sp", T::SparseTensor, |a| {
+            a.sparse_tensor = Some(sparse.clone())
+        }),
+        attr("tp", T::TypeProto, |a| {
+            a.tp = Some(dims_type(1, &[Some("B"), None]))
+        }),
         attr("tq", T::TypeProto, |a| a.tp = Some(seq.clone())),
-        attr("tps", T::TypeProtos, |a| a.type_protos = vec![tensor_type(7, &[1])]),
+        attr("tps", T::TypeProtos, |a| {
+            a.type_protos = vec![tensor_type(7, &[1])]
+        }),
         attr("gs", T::Graphs, |a| a.graphs = vec![sub("ga"), sub("gb")]),
         attr("empty_gs", T::Graphs, |_| {}),
         attr_graph("g", sub("gc")),
@@ -308,9 +337,11 @@ pub fn attrs() -> ModelProto {
 /// Symbolic, unknown and unknown-rank dims, a sequence input, value_info, optional I/O.
 pub fn dims_and_optional() -> ModelProto {
     let seq = TypeProto {
-        value: Some(type_proto::Value::SequenceType(Box::new(type_proto::Sequence {
-            elem_type: Some(Box::new(tensor_type(1, &[]))),
-        }))),
+        value: Some(type_proto::Value::SequenceType(Box::new(
+            type_proto::Sequence {
+                elem_type: Some(Box::new(tensor_type(1, &[]))),
+            },
+        ))),
         ..Default::default()
     };
     let mut g = graph(
@@ -416,7 +447,10 @@ pub fn scan(opset: i64) -> ModelProto {
         )
     };
     let n = with_attr(
-        with_attr(node("Scan", "scan", &inputs, &["final", "ys"]), attr_graph("body", body)),
+        with_attr(
+            node("Scan", "scan", &inputs, &["final", "ys"]),
+            attr_graph("body", body),
+        ),
         attr_int(n_attr, 1),
     );
     let outs = if opset < 9 {
@@ -446,15 +480,55 @@ pub fn sparse() -> ModelProto {
 
 pub fn cases() -> Vec<Case> {
     vec![
-        Case { name: "loop_capture", model: loop_capture(), checker_ok: true },
-        Case { name: "unsorted", model: unsorted(), checker_ok: true },
-        Case { name: "unsorted_body", model: unsorted_body(), checker_ok: true },
-        Case { name: "typed", model: typed(), checker_ok: true },
-        Case { name: "attrs", model: attrs(), checker_ok: true },
-        Case { name: "dims_and_optional", model: dims_and_optional(), checker_ok: true },
-        Case { name: "names_ir3", model: names_ir3(), checker_ok: true },
-        Case { name: "scan8", model: scan(8), checker_ok: true },
-        Case { name: "scan9", model: scan(9), checker_ok: true },
-        Case { name: "sparse", model: sparse(), checker_ok: true },
+        Case {
+            name: "loop_capture",
+            model: loop_capture(),
+            checker_ok: true,
+        },
+        Case {
+            name: "unsorted",
+            model: unsorted(),
+            checker_ok: true,
+        },
+        Case {
+            name: "unsorted_body",
+            model: unsorted_body(),
+            checker_ok: true,
+        },
+        Case {
+            name: "typed",
+            model: typed(),
+            checker_ok: true,
+        },
+        Case {
+            name: "attrs",
+            model: attrs(),
+            checker_ok: true,
+        },
+        Case {
+            name: "dims_and_optional",
+            model: dims_and_optional(),
+            checker_ok: true,
+        },
+        Case {
+            name: "names_ir3",
+            model: names_ir3(),
+            checker_ok: true,
+        },
+        Case {
+            name: "scan8",
+            model: scan(8),
+            checker_ok: true,
+        },
+        Case {
+            name: "scan9",
+            model: scan(9),
+            checker_ok: true,
+        },
+        Case {
+            name: "sparse",
+            model: sparse(),
+            checker_ok: true,
+        },
     ]
 }

@@ -1,6 +1,7 @@
 //! The `rge` commands as functions that return their output, so tests can call them.
 
 pub mod convert;
+pub mod engines;
 pub mod inspect;
 pub mod ops;
 pub mod shapes;

@@ -1,0 +1,161 @@
+//! Merging partitions back into one graph (GE's `MergeSubGraph`, ge-reference §4.7): every
+//! node but End and PlaceHolder is copied, partitions in a topological order of the partition
+//! graph, nodes in partition order; then each End's producer is linked to every consumer of
+//! the PlaceHolder with the same `peerIndex`. The graph keeps the original's name, attributes
+//! and input/output lists.
+
+use slotmap::SecondaryMap;
+
+use rge_ir::{ComputeGraph, NodeId, OutAnchor};
+
+use super::PartitionPlan;
+use crate::attr_names::{END, PEER_INDEX, PLACEHOLDER};
+use crate::error::{CompileError, CompileResult};
+use crate::graph_copy::{copy_in_links, copy_node};
+
+/// The merged graph, and the partition each of its (root) nodes came from.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub graph: ComputeGraph,
+    pub partition_of: SecondaryMap<NodeId, u32>,
+}
+
+/// Merges `graphs` (the plan's partitions, in plan order, possibly optimized) into one graph.
+pub fn merge_partitions(plan: &PartitionPlan, graphs: &[ComputeGraph]) -> CompileResult<Merged> {
+    let err = |message: String| CompileError::Partition {
+        graph: plan.graph_name.clone(),
+        message,
+    };
+    if graphs.len() != plan.partitions.len() {
+        return Err(err(format!(
+            "{} partition graphs for {} partitions",
+            graphs.len(),
+            plan.partitions.len()
+        )));
+    }
+    let order = plan
+        .topological_order()
+        .ok_or_else(|| err("the partition graph has a cycle".into()))?;
+    let total: usize = graphs.iter().map(ComputeGraph::total_node_count).sum();
+    let mut out = ComputeGraph::new(plan.graph_name.clone());
+    out.reserve_nodes(total);
+    let root = out.root();
+    let ir = |e| CompileError::ir(&plan.graph_name, e);
+    // Per partition: local node → merged node; End / PlaceHolder by peerIndex.
+    let mut maps: Vec<SecondaryMap<NodeId, NodeId>> = vec![SecondaryMap::new(); graphs.len()];
+    let mut ends: Vec<Option<(usize, NodeId)>> = vec![None; plan.edges.len()];
+    let mut plds: Vec<Option<(usize, NodeId)>> = vec![None; plan.edges.len()];
+    for &p in &order {
+        let p = p as usize;
+        let g = &graphs[p];
+        for n in g.nodes_of(g.root()) {
+            let op = g.op(n).expect("live node");
+            let boundary = op.op_type() == END || op.op_type() == PLACEHOLDER;
+            if boundary {
+                let idx = op
+                    .attrs()
+                    .get_int(PEER_INDEX)
+                    .ok()
+                    .flatten()
+                    .filter(|&i| i >= 0 && (i as usize) < plan.edges.len())
+                    .ok_or_else(|| {
+                        err(format!(
+                            "{} `{}` has no valid {PEER_INDEX}",
+                            op.op_type(),
+                            op.name()
+                        ))
+                    })? as usize;
+                let slot = if op.op_type() == END {
+                    &mut ends[idx]
+                } else {
+                    &mut plds[idx]
+                };
+                if slot.replace((p, n)).is_some() {
+                    return Err(err(format!(
+                        "two {} nodes with {PEER_INDEX} {idx}",
+                        op.op_type()
+                    )));
+                }
+                continue;
+            }
+            let m = copy_node(g, n, None, &mut out, root).map_err(ir)?;
+            maps[p].insert(n, m);
+        }
+    }
+    for &p in &order {
+        let p = p as usize;
+        let g = &graphs[p];
+        for n in g.nodes_of(g.root()) {
+            if maps[p].contains_key(n) {
+                copy_in_links(g, n, &mut out, &maps[p]).map_err(ir)?;
+            }
+        }
+    }
+    for (idx, (end, pld)) in ends.iter().zip(&plds).enumerate() {
+        let (Some((pe, end)), Some((pp, pld))) = (*end, *pld) else {
+            return Err(err(format!("the End/PlaceHolder pair {idx} is incomplete")));
+        };
+        let (ge, gp) = (&graphs[pe], &graphs[pp]);
+        let end_node = ge.node(end).expect("live node");
+        let src = end_node
+            .input_peers()
+            .iter()
+            .flatten()
+            .chain(end_node.in_ctrl_peers())
+            .next()
+            .copied()
+            .ok_or_else(|| err(format!("End `{}` has no producer", end_node.name())))?;
+        let src_node = *maps[pe].get(src.node).ok_or_else(|| {
+            err(format!(
+                "End `{}` is fed by a boundary node",
+                end_node.name()
+            ))
+        })?;
+        let from = OutAnchor {
+            node: src_node,
+            index: src.index,
+        };
+        let pld_node = gp.node(pld).expect("live node");
+        let consumers: Vec<_> = pld_node.all_out_peers().collect();
+        for c in consumers {
+            let Some(&to) = maps[pp].get(c.node) else {
+                return Err(err(format!(
+                    "PlaceHolder `{}` feeds a boundary node",
+                    pld_node.name()
+                )));
+            };
+            let to = rge_ir::InAnchor {
+                node: to,
+                index: c.index,
+            };
+            if !out.is_linked(from, to) {
+                out.link(from, to).map_err(ir)?;
+            }
+        }
+    }
+    *out.graph_attrs_mut(root).expect("root") = plan.graph_attrs.clone();
+    let find = |name: &str| out.find_node(root, name);
+    let inputs: Vec<NodeId> = plan.inputs.iter().filter_map(|s| find(s)).collect();
+    let outputs: Vec<(NodeId, u32)> = plan
+        .outputs
+        .iter()
+        .filter_map(|(s, i)| find(s).map(|n| (n, *i)))
+        .collect();
+    out.set_input_nodes(root, inputs).map_err(ir)?;
+    out.set_output_nodes(root, outputs).map_err(ir)?;
+    // Optimizers may have left a partition out of order; restore a topological order then.
+    let dense = super::DenseGraph::new(&out, root)?;
+    if dense.ids.iter().copied().ne(out.nodes_of(root)) {
+        out.set_node_order(root, &dense.ids).map_err(ir)?;
+    }
+    let mut partition_of = SecondaryMap::with_capacity(total);
+    for (p, map) in maps.iter().enumerate() {
+        for (_, &m) in map {
+            partition_of.insert(m, p as u32);
+        }
+    }
+    Ok(Merged {
+        graph: out,
+        partition_of,
+    })
+}

@@ -1,0 +1,276 @@
+//! The placer (GE's `EnginePlacer`, engines.md §4.4.2, ge-reference §5.3): every node gets an
+//! engine. A specified engine wins; otherwise atomic engines are asked in ascending compute
+//! cost (ties in registration order), excluded ones skipped, and the first whose store supports
+//! the op wins. Nodes are decided in parallel; re-assign passes then run in order; the winner
+//! is recorded on each op desc (engine, kernel library, and GE's three attributes).
+
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
+use rayon::prelude::*;
+use slotmap::SecondaryMap;
+
+use rge_engine::Support;
+use rge_ir::{AttrValue, ComputeGraph, NodeId, OpDesc};
+
+use crate::attr_names::{
+    LXFUSION_ENGINE_NAME, LXFUSION_OP_KERNEL_LIB_NAME, OP_KERNEL_LIB_NAME, SPECIFIED_ENGINE_NAME,
+    SPECIFIED_KERNEL_LIB_NAME,
+};
+use crate::error::{CompileError, CompileResult, NoEngine};
+use crate::manager::{EngineId, EngineManager, Exclusions};
+use crate::options::CompileOptions;
+use crate::placement::{Decision, NodePlacement, Placement, TypeAnswer};
+
+/// A placement decision before it is recorded.
+fn placed(engine: EngineId, decision: Decision, kernel_lib: Option<&str>) -> NodePlacement {
+    NodePlacement::new(engine, decision, kernel_lib)
+}
+use crate::reassign::{default_passes, ReassignCtx, ReassignPass};
+
+/// Whether engines already recorded on ops are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlaceMode {
+    /// Decide every node afresh (specified engines still win).
+    #[default]
+    Fresh,
+    /// Keep an engine recorded on the op (its engine name, or `_lxfusion_engine_name` after a
+    /// reload); decide only the others. Used after partitions are merged back.
+    KeepPlaced,
+}
+
+/// Places graphs with one manager and one set of options.
+pub struct Placer<'a> {
+    manager: &'a EngineManager,
+    options: &'a CompileOptions,
+    passes: Vec<Arc<dyn ReassignPass>>,
+    mode: PlaceMode,
+}
+
+/// Places every node of `graph` with the default re-assign passes.
+pub fn place(
+    graph: &mut ComputeGraph,
+    manager: &EngineManager,
+    options: &CompileOptions,
+) -> CompileResult<Placement> {
+    Placer::new(manager, options).run(graph)
+}
+
+/// A string attribute, or "" when absent or not a string.
+fn str_attr<'a>(op: &'a OpDesc, name: &str) -> &'a str {
+    match op.attrs().get(name) {
+        Some(AttrValue::String(s)) => s,
+        _ => "",
+    }
+}
+
+impl<'a> Placer<'a> {
+    /// A placer with the default re-assign passes (host-exec, dynamic data flow).
+    pub fn new(manager: &'a EngineManager, options: &'a CompileOptions) -> Self {
+        Placer {
+            manager,
+            options,
+            passes: default_passes(),
+            mode: PlaceMode::Fresh,
+        }
+    }
+
+    /// Replaces the re-assign passes (run in order).
+    pub fn with_passes(mut self, passes: Vec<Arc<dyn ReassignPass>>) -> Self {
+        self.passes = passes;
+        self
+    }
+
+    pub fn with_mode(mut self, mode: PlaceMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Every atomic engine in cost order with its answer for `op_type`.
+    fn type_answers(&self, op_type: &str, excl: &Exclusions) -> Vec<(EngineId, TypeAnswer)> {
+        let m = self.manager;
+        m.by_cost()
+            .iter()
+            .filter(|&&id| m.engine(id).attributes().is_atomic())
+            .map(|&id| {
+                let a = if let Some(r) = excl.reason(id) {
+                    TypeAnswer::Excluded(r.clone())
+                } else if m
+                    .engine(id)
+                    .kernel_store()
+                    .is_some_and(|s| s.op_info(op_type).is_some())
+                {
+                    TypeAnswer::Candidate
+                } else {
+                    TypeAnswer::NoKernel
+                };
+                (id, a)
+            })
+            .collect()
+    }
+
+    fn engine_of(&self, op: &OpDesc, name: &str, what: &str) -> CompileResult<EngineId> {
+        let id = self
+            .manager
+            .id(name)
+            .ok_or_else(|| CompileError::Placement {
+                node: op.name().to_string(),
+                message: format!("{what} engine `{name}` is not registered"),
+            })?;
+        if !self.manager.engine(id).attributes().is_atomic() {
+            return Err(CompileError::Placement {
+                node: op.name().to_string(),
+                message: format!(
+                    "{what} engine `{name}` is composite; nodes are placed on atomic engines"
+                ),
+            });
+        }
+        Ok(id)
+    }
+
+    fn decide(
+        &self,
+        op: &OpDesc,
+        types: &HashMap<&str, Vec<(EngineId, TypeAnswer)>>,
+    ) -> Result<NodePlacement, Box<CompileError>> {
+        let m = self.manager;
+        let specified = str_attr(op, SPECIFIED_ENGINE_NAME);
+        if !specified.is_empty() {
+            let id = self
+                .engine_of(op, specified, "specified")
+                .map_err(Box::new)?;
+            let lib = str_attr(op, SPECIFIED_KERNEL_LIB_NAME);
+            let lib = (!lib.is_empty() && lib != m.kernel_lib(id)).then_some(lib);
+            return Ok(placed(id, Decision::Specified, lib));
+        }
+        if self.mode == PlaceMode::KeepPlaced {
+            let mut kept = op.engine_name();
+            if kept.is_empty() {
+                kept = str_attr(op, LXFUSION_ENGINE_NAME);
+            }
+            if !kept.is_empty() {
+                let id = self.engine_of(op, kept, "recorded").map_err(Box::new)?;
+                let lib = op.kernel_lib_name();
+                let lib = (!lib.is_empty() && lib != m.kernel_lib(id)).then_some(lib);
+                return Ok(placed(id, Decision::Kept, lib));
+            }
+        }
+        let list = &types[op.op_type()];
+        let mut rejected: Vec<(EngineId, Box<str>)> = Vec::new();
+        for (id, a) in list {
+            if *a != TypeAnswer::Candidate {
+                continue;
+            }
+            let store = m
+                .engine(*id)
+                .kernel_store()
+                .expect("candidates have stores");
+            match store.check_supported(op) {
+                Support::Yes => {
+                    let mut p = placed(*id, Decision::Cost, None);
+                    p.set_rejected(rejected);
+                    return Ok(p);
+                }
+                Support::No(r) => rejected.push((*id, r.into_boxed_str())),
+            }
+        }
+        let mut rejected = rejected.into_iter();
+        let reasons = list
+            .iter()
+            .map(|(id, a)| {
+                let answer = match a {
+                    TypeAnswer::Candidate => rejected
+                        .next()
+                        .map_or_else(|| "not asked".into(), |(_, r)| format!("unsupported: {r}")),
+                    other => other.to_string(),
+                };
+                (m.name(*id).to_string(), answer)
+            })
+            .collect();
+        Err(Box::new(CompileError::NoEngine(Box::new(NoEngine {
+            node: op.name().to_string(),
+            op_type: op.op_type().to_string(),
+            reasons,
+        }))))
+    }
+
+    /// Decides every node (root and subgraphs), runs the re-assign passes, and records the
+    /// results on the op descs. On error the graph is unchanged.
+    pub fn run(&self, graph: &mut ComputeGraph) -> CompileResult<Placement> {
+        let excl = self.manager.exclusions(self.options)?;
+        let order = graph.all_nodes(graph.root());
+        let g: &ComputeGraph = graph;
+        let distinct = order
+            .par_iter()
+            .with_min_len(4096)
+            .fold(HashSet::new, |mut s, &n| {
+                s.insert(g.op(n).expect("live node").op_type());
+                s
+            })
+            .reduce(HashSet::new, |mut a, b| {
+                a.extend(b);
+                a
+            });
+        let types: HashMap<&str, Vec<(EngineId, TypeAnswer)>> = distinct
+            .into_iter()
+            .map(|t| (t, self.type_answers(t, &excl)))
+            .collect();
+        let decided: Vec<Result<NodePlacement, Box<CompileError>>> = order
+            .par_iter()
+            .with_min_len(4096)
+            .map(|&n| self.decide(g.op(n).expect("live node"), &types))
+            .collect();
+        let mut nodes = SecondaryMap::with_capacity(order.len());
+        for (&n, d) in order.iter().zip(decided) {
+            nodes.insert(n, d.map_err(|e| *e)?);
+        }
+        let mut placement = Placement {
+            nodes,
+            order,
+            engine_names: self
+                .manager
+                .ids()
+                .map(|id| self.manager.name(id).to_string())
+                .collect(),
+            kernel_libs: self
+                .manager
+                .ids()
+                .map(|id| self.manager.kernel_lib(id).to_string())
+                .collect(),
+            type_answers: types.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        };
+        let ctx = ReassignCtx {
+            graph,
+            manager: self.manager,
+            exclusions: &excl,
+        };
+        for p in &self.passes {
+            p.run(&ctx, &mut placement)?;
+        }
+        record(graph, &placement);
+        Ok(placement)
+    }
+}
+
+/// Writes each node's engine and kernel library onto its op desc, with GE's attributes
+/// `_ge_attr_op_kernel_lib_name`, `_lxfusion_engine_name`, `_lxfusion_op_kernel_lib_name`.
+/// (Serial: preparing the values on worker threads measured slower, allocation-bound.)
+pub fn record(graph: &mut ComputeGraph, placement: &Placement) {
+    for &n in placement.nodes() {
+        let p = &placement.nodes[n];
+        let engine = placement.engine_name(p.engine);
+        let lib = placement.kernel_lib(n).expect("placed node");
+        let Some(op) = graph.op_mut(n) else { continue };
+        op.set_engine_name(engine);
+        op.set_kernel_lib_name(lib);
+        let attrs = op.attrs_mut();
+        attrs.set(OP_KERNEL_LIB_NAME, lib);
+        attrs.set(LXFUSION_ENGINE_NAME, engine);
+        attrs.set(LXFUSION_OP_KERNEL_LIB_NAME, lib);
+    }
+}
+
+/// The engine of `n` as recorded on its op ("" when unplaced).
+pub fn recorded_engine(graph: &ComputeGraph, n: NodeId) -> &str {
+    graph.op(n).map_or("", |o| o.engine_name())
+}

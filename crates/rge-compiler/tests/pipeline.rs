@@ -1,0 +1,426 @@
+//! The compile pipeline end to end with small test engines: infer, the three optimizer
+//! stages, composite then atomic partitioning, merging, new nodes re-placed, compile ops,
+//! running parameters, kernels, streams, dumps.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use rge_compiler::attr_names::{END, PLACEHOLDER};
+use rge_compiler::{CompileError, CompileOptions, EngineManager, FnPass, Pipeline};
+use rge_engine::{
+    BasicEngine, EngineError, EngineResult, GraphOptimizer, Kernel, KernelBuilder, KernelInfoStore,
+    NamedKernel, OpInfo, OpTypes, RunningParams, Support,
+};
+use rge_ir::{AttrValue, ComputeGraph, NodeId, OpDesc};
+
+/// Marks every non-boundary node with `_opt_<stage>_<engine>`; in the fused stage the dense
+/// engine also adds an `Identity` reading each MatMul (a new node to be placed).
+struct Marker {
+    engine: &'static str,
+    fail_fused: bool,
+}
+
+fn mark(g: &mut ComputeGraph, key: &str) {
+    let nodes: Vec<NodeId> = g.nodes_of(g.root()).collect();
+    for n in nodes {
+        let op = g.op_mut(n).unwrap();
+        if op.op_type() != END && op.op_type() != PLACEHOLDER {
+            op.attrs_mut().set(key, true);
+        }
+    }
+}
+
+impl GraphOptimizer for Marker {
+    fn optimize_original_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
+        mark(g, &format!("_opt_original_{}", self.engine));
+        Ok(())
+    }
+    fn optimize_fused_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
+        if self.fail_fused {
+            return Err(EngineError::engine(self.engine, "fusion failed on purpose"));
+        }
+        mark(g, &format!("_opt_fused_{}", self.engine));
+        if self.engine == "dense" {
+            let mms: Vec<NodeId> = g
+                .nodes_of(g.root())
+                .filter(|&n| g.op(n).unwrap().op_type() == "MatMul")
+                .collect();
+            for mm in mms {
+                let name = format!("{}_id", g.name_of(mm));
+                let id = g
+                    .add_root_node(
+                        OpDesc::new(name, "Identity")
+                            .with_input("", desc())
+                            .with_output("", desc()),
+                    )
+                    .map_err(|e| EngineError::ir("dense", e))?;
+                g.add_edge(mm, 0, id, 0)
+                    .map_err(|e| EngineError::ir("dense", e))?;
+            }
+        }
+        Ok(())
+    }
+    fn optimize_whole_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
+        mark(g, &format!("_opt_whole_{}", self.engine));
+        Ok(())
+    }
+}
+
+/// The composite engine's optimizer: records the region size on each member.
+struct RegionMarker;
+
+impl GraphOptimizer for RegionMarker {
+    fn optimize_fused_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
+        let nodes: Vec<NodeId> = g
+            .nodes_of(g.root())
+            .filter(|&n| {
+                let t = g.op(n).unwrap().op_type();
+                t != END && t != PLACEHOLDER
+            })
+            .collect();
+        for &n in &nodes {
+            g.op_mut(n)
+                .unwrap()
+                .attrs_mut()
+                .set("_fused_region", nodes.len() as i64);
+        }
+        Ok(())
+    }
+}
+
+struct Builder(&'static str);
+
+impl KernelBuilder for Builder {
+    fn calc_running_params(&self, g: &ComputeGraph, n: NodeId) -> EngineResult<RunningParams> {
+        let mut p = rge_engine::default_running_params(g, n)?;
+        p.workspace = vec![16];
+        Ok(p)
+    }
+    fn generate_kernel(
+        &self,
+        g: &ComputeGraph,
+        n: NodeId,
+        _: &RunningParams,
+    ) -> EngineResult<Box<dyn Kernel>> {
+        Ok(Box::new(NamedKernel {
+            engine: self.0.into(),
+            op_type: g.op(n).unwrap().op_type().into(),
+        }))
+    }
+}
+
+/// A store wrapper counting compile_ops calls.
+struct Counting<S>(S, Arc<AtomicUsize>);
+
+impl<S: KernelInfoStore> KernelInfoStore for Counting<S> {
+    fn kernel_lib_name(&self) -> &str {
+        self.0.kernel_lib_name()
+    }
+    fn op_info(&self, t: &str) -> Option<&OpInfo> {
+        self.0.op_info(t)
+    }
+    fn op_types(&self) -> OpTypes {
+        self.0.op_types()
+    }
+    fn check_supported(&self, op: &OpDesc) -> Support {
+        self.0.check_supported(op)
+    }
+    fn compile_ops(&self, g: &mut ComputeGraph, nodes: &[NodeId]) -> EngineResult<()> {
+        self.1.fetch_add(nodes.len(), Ordering::Relaxed);
+        for &n in nodes {
+            g.op_mut(n).unwrap().attrs_mut().set("_compiled", true);
+        }
+        Ok(())
+    }
+}
+
+fn pipeline_manager(fail_fused: bool, compiled: Arc<AtomicUsize>) -> Arc<EngineManager> {
+    let store = |name: &str, ops: &[&str]| {
+        let cost = rge_engine::standard_engine(name).unwrap().compute_cost;
+        rge_engine::TableStore::new(name, format!("{name}_store"), cost)
+            .with_ops(ops.iter().copied())
+    };
+    let mut b = EngineManager::builder();
+    b.register(
+        BasicEngine::standard("dense")
+            .unwrap()
+            .with_store(Counting(store("dense", &["MatMul", "Add"]), compiled))
+            .with_optimizer(Marker {
+                engine: "dense",
+                fail_fused,
+            })
+            .with_builder(Builder("dense")),
+    )
+    .register(
+        BasicEngine::standard("fused")
+            .unwrap()
+            .with_store(store("fused", &[]))
+            .with_optimizer(RegionMarker),
+    )
+    .register(
+        BasicEngine::standard("vector")
+            .unwrap()
+            .with_store(store("vector", &["Relu"])),
+    )
+    .register(
+        BasicEngine::standard("cpu")
+            .unwrap()
+            .with_store(store("cpu", &["Sort"]))
+            .with_builder(Builder("cpu")),
+    )
+    .register(
+        BasicEngine::standard("local")
+            .unwrap()
+            .with_store(store("local", &["Data", "NetOutput", "Identity"])),
+    );
+    b.build().unwrap()
+}
+
+fn model_graph() -> ComputeGraph {
+    graph(&[
+        ("x", "Data", &[]),
+        ("mm", "MatMul", &["x", "x"]),
+        ("add", "Add", &["mm", "x"]),
+        ("s", "Sort", &["add"]),
+        ("mm2", "MatMul", &["s", "x"]),
+        ("out", "NetOutput", &["mm2"]),
+    ])
+}
+
+fn get<'a>(m: &'a rge_compiler::CompiledModel, node: &str, key: &str) -> Option<&'a AttrValue> {
+    m.graph.op(m.find(node).unwrap()).unwrap().attrs().get(key)
+}
+
+#[test]
+fn compiles_end_to_end() {
+    let compiled = Arc::new(AtomicUsize::new(0));
+    let m = pipeline_manager(false, compiled.clone());
+    let dir = std::env::temp_dir().join(format!("rge-pipeline-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = CompileOptions {
+        dump_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let p = Pipeline::new(m, o).with_infer(FnPass::new(
+        "test-infer",
+        |g: &mut ComputeGraph, _o: &CompileOptions| {
+            mark(g, "_inferred");
+            Ok(())
+        },
+    ));
+    let model = p.compile(model_graph()).unwrap();
+    model.graph.verify().unwrap();
+
+    // Stages ran in order on every node.
+    for key in ["_inferred", "_opt_original_dense", "_opt_whole_dense"] {
+        assert_eq!(get(&model, "s", key), Some(&AttrValue::Bool(true)), "{key}");
+    }
+    // The composite engine saw the region {mm, add}; the dense engine its atomic partitions.
+    assert_eq!(
+        model
+            .composite_partitions
+            .iter()
+            .map(|p| p.engine.as_str())
+            .collect::<Vec<_>>(),
+        ["inputNodesSubGraph", "fused", "cpu", "fused", "local"]
+    );
+    assert_eq!(get(&model, "mm", "_fused_region"), Some(&AttrValue::Int(2)));
+    assert_eq!(
+        get(&model, "mm", "_opt_fused_dense"),
+        Some(&AttrValue::Bool(true))
+    );
+    assert_eq!(get(&model, "s", "_opt_fused_dense"), None);
+    assert_eq!(
+        model
+            .partitions
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "partition1_rank0_inputNodeGraph",
+            "partition1_rank1_new_sub_graph1",
+            "partition1_rank2_new_sub_graph2",
+            "partition1_rank3_new_sub_graph3",
+            "partition1_rank4_new_sub_graph4",
+        ]
+    );
+    // The dense optimizer's new nodes were placed (on local) with a reason.
+    let id = model.find("mm_id").unwrap();
+    assert_eq!(model.placement.engine(id), Some("local"));
+    assert!(model
+        .placement
+        .reason(&model.graph, id)
+        .contains("local: supported"));
+    // Placement reasons survived the merges.
+    let mm = model.find("mm").unwrap();
+    assert!(model
+        .placement
+        .reason(&model.graph, mm)
+        .contains("dense: supported"));
+    // Compile ops, running params, kernels.
+    assert_eq!(compiled.load(Ordering::Relaxed), 3);
+    assert_eq!(
+        get(&model, "mm2", "_compiled"),
+        Some(&AttrValue::Bool(true))
+    );
+    let cn = &model.nodes[mm];
+    assert_eq!(cn.params.workspace, [16]);
+    assert_eq!(cn.params.output_sizes, [32]);
+    let k = model.kernel(mm).unwrap();
+    assert_eq!(k.describe(), "dense:MatMul");
+    assert!(model.kernel(model.find("x").unwrap()).is_none());
+    assert_eq!(
+        model
+            .graph
+            .op(mm)
+            .unwrap()
+            .compile_state()
+            .unwrap()
+            .workspace_bytes,
+        [16]
+    );
+    assert_eq!(model.graph.op(mm).unwrap().output(0).unwrap().size(), 32);
+    // Streams: dense partitions and cpu have streams, local and the input graph none.
+    let s = |n: &str| model.node_streams[model.find(n).unwrap()];
+    assert!(s("mm").is_some() && s("s").is_some() && s("mm2").is_some());
+    assert_eq!(s("x"), None);
+    assert_eq!(s("out"), None);
+    assert_eq!(
+        model
+            .graph
+            .op(model.find("out").unwrap())
+            .unwrap()
+            .stream_id(),
+        -1
+    );
+    for e in &model.events {
+        assert_ne!(e.src_stream, e.dst_stream);
+    }
+    assert!(model
+        .summary()
+        .contains("partition1_rank1_new_sub_graph1 engine=dense"));
+    // Dumps, one per stage, numbered.
+    let names: Vec<String> = model
+        .dumps
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "00_input.txt",
+            "01_infer.txt",
+            "02_optimize_original.txt",
+            "03_place.txt",
+            "04_partition_composite.txt",
+            "05_optimize_fused_composite.txt",
+            "06_merge_composite.txt",
+            "07_partition_atomic.txt",
+            "08_optimize_fused_atomic.txt",
+            "09_merge_atomic.txt",
+            "10_optimize_whole.txt",
+            "11_compile_ops.txt",
+            "12_running_params.txt",
+            "13_streams.txt",
+        ]
+    );
+    let placed = std::fs::read_to_string(dir.join("03_place.txt")).unwrap();
+    assert!(
+        placed.contains("_lxfusion_engine_name=\"dense\""),
+        "{placed}"
+    );
+    let parts = std::fs::read_to_string(dir.join("07_partition_atomic.txt")).unwrap();
+    assert!(
+        parts.contains("graph partition1_rank1_new_sub_graph1"),
+        "{parts}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_optimizer_names_its_stage_and_engine() {
+    let m = pipeline_manager(true, Arc::new(AtomicUsize::new(0)));
+    let e = Pipeline::new(m, CompileOptions::default())
+        .compile(model_graph())
+        .unwrap_err();
+    assert!(
+        matches!(&e, CompileError::Stage { stage, .. } if stage == "optimize_fused_atomic"),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("engine `dense`: fusion failed on purpose"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_failing_infer_stage_is_reported() {
+    let m = pipeline_manager(false, Arc::new(AtomicUsize::new(0)));
+    let e =
+        Pipeline::new(m, CompileOptions::default())
+            .with_infer(FnPass::new(
+                "shapes",
+                |_: &mut ComputeGraph, _: &CompileOptions| {
+                    Err("node `mm`: inputs disagree".to_string())
+                },
+            ))
+            .compile(model_graph())
+            .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "stage `infer (shapes)`: node `mm`: inputs disagree"
+    );
+}
+
+/// The whole pipeline on a 50k-node random graph (run with `--ignored`; prints its time).
+#[test]
+#[ignore]
+fn pipeline_scale() {
+    let compiled = Arc::new(AtomicUsize::new(0));
+    let m = pipeline_manager(false, compiled);
+    let mut g = ComputeGraph::new("scale");
+    let root = g.root();
+    let types = ["MatMul", "Add", "Sort", "Relu"];
+    let mut ids = vec![g
+        .add_node(root, OpDesc::new("x", "Data").with_output("", desc()))
+        .unwrap()];
+    let mut seed = 12345u64;
+    let mut rnd = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) as usize) % n
+    };
+    for i in 1..50_000 {
+        let t = types[rnd(types.len())];
+        let t = if t == "Relu" { "Sort" } else { t };
+        let k = 1 + rnd(2);
+        let mut op = OpDesc::new(format!("n{i}"), t);
+        for _ in 0..k {
+            op.add_input("", desc()).unwrap();
+        }
+        op.add_output("", desc()).unwrap();
+        let n = g.add_node(root, op).unwrap();
+        for j in 0..k {
+            let src = ids[ids.len() - 1 - rnd(ids.len().min(32))];
+            g.add_edge(src, 0, n, j).unwrap();
+        }
+        ids.push(n);
+    }
+    let t = std::time::Instant::now();
+    let model = Pipeline::new(m, CompileOptions::default())
+        .compile(g)
+        .unwrap();
+    println!(
+        "pipeline: {} nodes, {} partitions, {} streams, {} events in {:.2?}",
+        model.graph.node_count(model.graph.root()),
+        model.partitions.len(),
+        model.stream_count,
+        model.events.len(),
+        t.elapsed()
+    );
+}

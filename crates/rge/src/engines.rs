@@ -1,0 +1,61 @@
+//! The engines rge has today, as an engine manager for the command line and the pipeline.
+//!
+//! The destination table is in docs/engines.md; what is registered here is what runs now:
+//! `local` (GE_LOCAL, cost 9) for the no-compute ops, `cpu` (AI CPU Ascend, cost 3) for every
+//! op type the op registry knows, and `host` (Host CPU, cost 10, HOST runtime) as the last
+//! resort and host-exec target. The kernels behind them are the runtime issues' work; placement
+//! and partitioning only need each engine's claims.
+
+use std::sync::Arc;
+
+use rge_compiler::{CompileResult, EngineManager};
+use rge_engine::{BasicEngine, TableStore};
+use rge_ops::OpRegistry;
+
+/// Op types the local engine runs without computing: graph I/O, constants, views.
+pub const LOCAL_OPS: &[&str] = &[
+    "Data",
+    "RefData",
+    "Const",
+    "Constant",
+    "NetOutput",
+    "NoOp",
+    "Identity",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "PhonyConcat",
+    "PhonySplit",
+    "PlaceHolder",
+    "End",
+];
+
+fn engine(name: &str, store: TableStore) -> BasicEngine {
+    BasicEngine::standard(name)
+        .unwrap_or_else(|| panic!("`{name}` is in the standard engine table"))
+        .with_store(store)
+}
+
+/// The default engine manager: `local`, `cpu` (every registered op type) and `host`.
+pub fn default_manager(registry: &OpRegistry) -> CompileResult<Arc<EngineManager>> {
+    let all_types: Vec<String> = rge_ops::list_ops(registry)
+        .into_iter()
+        .map(|o| o.op_type)
+        .filter(|t| !LOCAL_OPS.contains(&t.as_str()))
+        .collect();
+    let mut b = EngineManager::builder();
+    b.register(engine(
+        "local",
+        TableStore::new("local", "local_kernels", 9).with_ops(LOCAL_OPS.iter().copied()),
+    ));
+    b.register(engine(
+        "cpu",
+        TableStore::new("cpu", "cpu_kernels", 3).with_ops(all_types.iter().cloned()),
+    ));
+    b.register(engine(
+        "host",
+        TableStore::new("host", "host_kernels", 10).with_any_op(),
+    ));
+    b.build()
+}
