@@ -196,7 +196,8 @@ impl OpDesc {
         self.input_index(name).map(|i| &self.inputs.descs[i])
     }
     pub fn input_by_name_mut(&mut self, name: &str) -> Option<&mut TensorDesc> {
-        self.input_index(name).map(move |i| &mut self.inputs.descs[i])
+        self.input_index(name)
+            .map(move |i| &mut self.inputs.descs[i])
     }
     /// Name → index; unnamed descs answer to `__input<i>`.
     pub fn input_index(&self, name: &str) -> Option<usize> {

@@ -38,6 +38,8 @@ fn engine(name: &str, store: TableStore) -> BasicEngine {
 }
 
 /// The default engine manager: `local`, `cpu` (every registered op type) and `host`.
+// CompileError is large by design (it carries node names and reasons); rge-compiler allows it too.
+#[allow(clippy::result_large_err)]
 pub fn default_manager(registry: &OpRegistry) -> CompileResult<Arc<EngineManager>> {
     let all_types: Vec<String> = rge_ops::list_ops(registry)
         .into_iter()
