@@ -125,7 +125,7 @@ impl ComputeGraph {
                 None => "_".into(),
             })
             .collect();
-        ins.extend(node.in_ctrl.iter().map(|p| {
+        ins.extend(node.ctrl_in().iter().map(|p| {
             if p.index == CONTROL_INDEX {
                 format!("^{}", self.name_of(p.node))
             } else {
@@ -177,7 +177,7 @@ impl ComputeGraph {
                     );
                 }
             }
-            for p in &node.out_ctrl {
+            for p in node.ctrl_out() {
                 let _ = writeln!(out, "  n{} -> n{} [style=dashed];", ids[n], ids[p.node]);
             }
         }

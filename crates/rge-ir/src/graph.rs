@@ -453,7 +453,7 @@ impl ComputeGraph {
         self.nodes.get(n).map(|n| n.graph)
     }
 
-    /// Node name for messages ("<removed>" for a stale handle).
+    /// Node name for messages (`"<removed>"` for a stale handle).
     pub fn name_of(&self, n: NodeId) -> &str {
         self.nodes.get(n).map_or("<removed>", |n| n.name())
     }

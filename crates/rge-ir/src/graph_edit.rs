@@ -65,12 +65,12 @@ impl ComputeGraph {
             }
         }
         let consumers = node.out_nodes();
-        for &c in &node.in_ctrl {
+        for &c in node.ctrl_in() {
             for &dn in &consumers {
                 push(&mut plan, c.node.out_ctrl(), dn.in_ctrl());
             }
         }
-        let ctrl_consumers: Vec<NodeId> = node.out_ctrl.iter().map(|p| p.node).collect();
+        let ctrl_consumers: Vec<NodeId> = node.ctrl_out().iter().map(|p| p.node).collect();
         for src in node.in_data.iter().flatten() {
             for &dn in &ctrl_consumers {
                 push(&mut plan, src.node.out_ctrl(), dn.in_ctrl());
@@ -93,14 +93,14 @@ impl ComputeGraph {
             .iter()
             .enumerate()
             .filter_map(|(i, p)| p.map(|p| (p, n.input(i))))
-            .chain(node.in_ctrl.iter().map(|&p| (p, n.in_ctrl())))
+            .chain(node.ctrl_in().iter().map(|&p| (p, n.in_ctrl())))
             .collect();
         let outs: Vec<(OutAnchor, InAnchor)> = node
             .out_data
             .iter()
             .enumerate()
             .flat_map(|(i, ps)| ps.iter().map(move |&p| (n.out(i), p)))
-            .chain(node.out_ctrl.iter().map(|&p| (n.out_ctrl(), p)))
+            .chain(node.ctrl_out().iter().map(|&p| (n.out_ctrl(), p)))
             .collect();
         for (s, d) in ins.into_iter().chain(outs) {
             self.unlink_unchecked(s, d);
@@ -295,12 +295,7 @@ impl ComputeGraph {
         producers.dedup();
         for p in producers {
             let node = &mut self.nodes[p];
-            for e in node
-                .out_data
-                .iter_mut()
-                .flatten()
-                .chain(node.out_ctrl.iter_mut())
-            {
+            for e in node.out_lists_mut().flatten() {
                 if e.node == n && e.index >= from as i32 {
                     e.index += delta;
                 }

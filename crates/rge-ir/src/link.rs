@@ -77,7 +77,7 @@ impl ComputeGraph {
 
     fn control_linked(&self, src: OutAnchor, dst: InAnchor) -> bool {
         let outs = self.nodes[src.node].peers_of_out(src.index);
-        let ins = &self.nodes[dst.node].in_ctrl;
+        let ins = self.nodes[dst.node].ctrl_in();
         if outs.len() <= ins.len() {
             outs.contains(&dst)
         } else {
@@ -115,13 +115,13 @@ impl ComputeGraph {
     pub(crate) fn link_unchecked(&mut self, src: OutAnchor, dst: InAnchor) {
         let s = &mut self.nodes[src.node];
         if src.index == CONTROL_INDEX {
-            push_small(&mut s.out_ctrl, dst);
+            push_small(s.ctrl_out_mut(), dst);
         } else {
             push_small(&mut s.out_data[src.index as usize], dst);
         }
         let d = &mut self.nodes[dst.node];
         if dst.index == CONTROL_INDEX {
-            push_small(&mut d.in_ctrl, src);
+            push_small(d.ctrl_in_mut(), src);
         } else {
             d.in_data[dst.index as usize] = Some(src);
         }
@@ -151,7 +151,7 @@ impl ComputeGraph {
     pub(crate) fn unlink_unchecked(&mut self, src: OutAnchor, dst: InAnchor) {
         let s = &mut self.nodes[src.node];
         let list = if src.index == CONTROL_INDEX {
-            &mut s.out_ctrl
+            s.ctrl_out_mut()
         } else {
             &mut s.out_data[src.index as usize]
         };
@@ -160,8 +160,8 @@ impl ComputeGraph {
         }
         let d = &mut self.nodes[dst.node];
         if dst.index == CONTROL_INDEX {
-            if let Some(p) = d.in_ctrl.iter().position(|&x| x == src) {
-                d.in_ctrl.remove(p);
+            if let Some(p) = d.ctrl_in_mut().iter().position(|&x| x == src) {
+                d.ctrl_in_mut().remove(p);
             }
         } else {
             d.in_data[dst.index as usize] = None;
@@ -218,7 +218,7 @@ impl ComputeGraph {
         // src's peer slot that pointed at dst now points at the new node's input.
         let s = &mut self.nodes[src.node];
         let list = if src.is_control() {
-            &mut s.out_ctrl
+            s.ctrl_out_mut()
         } else {
             &mut s.out_data[src.index as usize]
         };
@@ -228,14 +228,18 @@ impl ComputeGraph {
         // dst's peer becomes the new node's output.
         let d = &mut self.nodes[dst.node];
         if dst.is_control() {
-            let p = d.in_ctrl.iter().position(|&x| x == src).expect("checked");
-            d.in_ctrl[p] = no;
+            let p = d
+                .ctrl_in_mut()
+                .iter()
+                .position(|&x| x == src)
+                .expect("checked");
+            d.ctrl_in_mut()[p] = no;
         } else {
             d.in_data[dst.index as usize] = Some(no);
         }
         let n = &mut self.nodes[node];
         if no.is_control() {
-            n.out_ctrl.push(dst);
+            n.ctrl_out_mut().push(dst);
         } else {
             n.out_data[node_out].push(dst);
         }
@@ -300,7 +304,7 @@ impl ComputeGraph {
         }
         let s = &mut self.nodes[src.node];
         let list = if src.is_control() {
-            &mut s.out_ctrl
+            s.ctrl_out_mut()
         } else {
             &mut s.out_data[src.index as usize]
         };
@@ -308,13 +312,13 @@ impl ComputeGraph {
         list[pos] = new_dst;
         let od = &mut self.nodes[old_dst.node];
         if old_dst.is_control() {
-            od.in_ctrl.retain(|&x| x != src);
+            od.ctrl_in_mut().retain(|&x| x != src);
         } else {
             od.in_data[old_dst.index as usize] = None;
         }
         let nd = &mut self.nodes[new_dst.node];
         if new_dst.is_control() {
-            nd.in_ctrl.push(src);
+            nd.ctrl_in_mut().push(src);
         } else {
             nd.in_data[new_dst.index as usize] = Some(src);
         }
@@ -342,14 +346,14 @@ impl ComputeGraph {
                 }
             }
         }
-        for &p in &f.out_ctrl {
+        for &p in f.ctrl_out() {
             if self.is_linked(to.out_ctrl(), p) || p.node == to {
                 return Err(self.link_error(to.out_ctrl(), p, true));
             }
         }
         let moves: Vec<(OutAnchor, InAnchor)> = (0..f.out_data.len())
             .flat_map(|i| f.out_data[i].iter().map(move |&p| (from.out(i), p)))
-            .chain(f.out_ctrl.iter().map(|&p| (from.out_ctrl(), p)))
+            .chain(f.ctrl_out().iter().map(|&p| (from.out_ctrl(), p)))
             .collect();
         for (src, dst) in moves {
             self.unlink_unchecked(src, dst);

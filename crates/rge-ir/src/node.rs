@@ -84,10 +84,17 @@ pub struct Node {
     /// Per out-data anchor: its peers in link order (in-data anchors or in-control anchors).
     /// Inline for one output: most nodes have one.
     pub(crate) out_data: SmallVec<[Vec<InAnchor>; 1]>,
+    /// Control anchors' peers, allocated on the first control link: most nodes have none.
+    pub(crate) ctrl: Option<Box<ControlPeers>>,
+}
+
+/// The peers of a node's control anchor pair.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ControlPeers {
     /// Peers of the in-control anchor.
-    pub(crate) in_ctrl: Vec<OutAnchor>,
+    ins: Vec<OutAnchor>,
     /// Peers of the out-control anchor.
-    pub(crate) out_ctrl: Vec<InAnchor>,
+    outs: Vec<InAnchor>,
 }
 
 impl Node {
@@ -101,9 +108,27 @@ impl Node {
             next: None,
             in_data,
             out_data,
-            in_ctrl: Vec::new(),
-            out_ctrl: Vec::new(),
+            ctrl: None,
         }
+    }
+
+    pub(crate) fn ctrl_in(&self) -> &[OutAnchor] {
+        self.ctrl.as_deref().map_or(&[], |c| &c.ins)
+    }
+    pub(crate) fn ctrl_out(&self) -> &[InAnchor] {
+        self.ctrl.as_deref().map_or(&[], |c| &c.outs)
+    }
+    pub(crate) fn ctrl_in_mut(&mut self) -> &mut Vec<OutAnchor> {
+        &mut self.ctrl.get_or_insert_with(Default::default).ins
+    }
+    pub(crate) fn ctrl_out_mut(&mut self) -> &mut Vec<InAnchor> {
+        &mut self.ctrl.get_or_insert_with(Default::default).outs
+    }
+    /// Both out-side peer lists for in-place edits: data lists, then the control list.
+    pub(crate) fn out_lists_mut(&mut self) -> impl Iterator<Item = &mut Vec<InAnchor>> {
+        self.out_data
+            .iter_mut()
+            .chain(self.ctrl.as_deref_mut().map(|c| &mut c.outs))
     }
 
     pub fn op(&self) -> &OpDesc {
@@ -139,15 +164,15 @@ impl Node {
         &self.in_data
     }
     pub fn in_ctrl_peers(&self) -> &[OutAnchor] {
-        &self.in_ctrl
+        self.ctrl_in()
     }
     pub fn out_ctrl_peers(&self) -> &[InAnchor] {
-        &self.out_ctrl
+        self.ctrl_out()
     }
     /// Peers of any in-anchor: -1 gives the in-control peers.
     pub fn peers_of_in(&self, index: i32) -> &[OutAnchor] {
         if index == CONTROL_INDEX {
-            &self.in_ctrl
+            self.ctrl_in()
         } else {
             match self.in_data.get(index as usize) {
                 Some(Some(p)) => std::slice::from_ref(p),
@@ -158,7 +183,7 @@ impl Node {
     /// Peers of any out-anchor: -1 gives the out-control peers.
     pub fn peers_of_out(&self, index: i32) -> &[InAnchor] {
         if index == CONTROL_INDEX {
-            &self.out_ctrl
+            self.ctrl_out()
         } else {
             self.peers_of_output(index as usize)
         }
@@ -170,7 +195,7 @@ impl Node {
             .iter()
             .flatten()
             .copied()
-            .chain(self.in_ctrl.iter().copied())
+            .chain(self.ctrl_in().iter().copied())
     }
     /// Every consumer anchor of this node (data anchors in order, then control).
     pub fn all_out_peers(&self) -> impl Iterator<Item = InAnchor> + '_ {
@@ -178,15 +203,15 @@ impl Node {
             .iter()
             .flatten()
             .copied()
-            .chain(self.out_ctrl.iter().copied())
+            .chain(self.ctrl_out().iter().copied())
     }
     /// Number of incoming links (data and control).
     pub fn in_link_count(&self) -> usize {
-        self.in_data.iter().filter(|p| p.is_some()).count() + self.in_ctrl.len()
+        self.in_data.iter().filter(|p| p.is_some()).count() + self.ctrl_in().len()
     }
     /// Number of outgoing links (data and control).
     pub fn out_link_count(&self) -> usize {
-        self.out_data.iter().map(Vec::len).sum::<usize>() + self.out_ctrl.len()
+        self.out_data.iter().map(Vec::len).sum::<usize>() + self.ctrl_out().len()
     }
     /// Distinct producer nodes, in anchor order (GE's GetInAllNodes without duplicates).
     pub fn in_nodes(&self) -> Vec<NodeId> {

@@ -106,7 +106,7 @@ impl ComputeGraph {
                     .iter()
                     .map(|p| p.map(|p| (g.name_of(p.node).to_string(), p.index)))
                     .chain(
-                        n.in_ctrl
+                        n.ctrl_in()
                             .iter()
                             .map(|p| Some((g.name_of(p.node).to_string(), p.index))),
                     )
@@ -115,7 +115,8 @@ impl ComputeGraph {
             let outs = |g: &ComputeGraph, n: &crate::node::Node| -> Vec<Vec<(String, i32)>> {
                 n.out_data
                     .iter()
-                    .chain(std::iter::once(&n.out_ctrl))
+                    .map(|v| v.as_slice())
+                    .chain(std::iter::once(n.ctrl_out()))
                     .map(|ps| {
                         ps.iter()
                             .map(|p| (g.name_of(p.node).to_string(), p.index))

@@ -111,7 +111,7 @@ impl ComputeGraph {
     fn out_list(&self, a: OutAnchor) -> Option<&[InAnchor]> {
         let n = self.nodes.get(a.node)?;
         if a.index == CONTROL_INDEX {
-            Some(&n.out_ctrl)
+            Some(n.ctrl_out())
         } else {
             n.out_data
                 .get(usize::try_from(a.index).ok()?)
@@ -141,7 +141,7 @@ impl ComputeGraph {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.map(|s| (s, id.input(i))))
-            .chain(node.in_ctrl.iter().map(|&s| (s, id.in_ctrl())));
+            .chain(node.ctrl_in().iter().map(|&s| (s, id.in_ctrl())));
         for (src, dst) in ins {
             match self.out_list(src) {
                 None => p.push(format!(
@@ -169,8 +169,8 @@ impl ComputeGraph {
                 }
             }
         }
-        for (k, s) in node.in_ctrl.iter().enumerate() {
-            if node.in_ctrl[..k].contains(s) {
+        for (k, s) in node.ctrl_in().iter().enumerate() {
+            if node.ctrl_in()[..k].contains(s) {
                 p.push(format!(
                     "in-control anchor of `{name}` lists `{}` twice",
                     self.name_of(s.node)
@@ -181,8 +181,8 @@ impl ComputeGraph {
             .out_data
             .iter()
             .enumerate()
-            .map(|(i, l)| (id.out(i), l))
-            .chain(std::iter::once((id.out_ctrl(), &node.out_ctrl)));
+            .map(|(i, l)| (id.out(i), l.as_slice()))
+            .chain(std::iter::once((id.out_ctrl(), node.ctrl_out())));
         for (src, list) in outs {
             for (k, dst) in list.iter().enumerate() {
                 if list[..k].contains(dst) {
@@ -201,7 +201,7 @@ impl ComputeGraph {
                     continue;
                 };
                 let back = if dst.index == CONTROL_INDEX {
-                    peer.in_ctrl.contains(&src)
+                    peer.ctrl_in().contains(&src)
                 } else {
                     usize::try_from(dst.index)
                         .ok()

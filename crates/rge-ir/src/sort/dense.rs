@@ -397,7 +397,7 @@ impl<'a> Ctx<'a> {
                 close_batch(&mut ends, before, raw.len());
             }
             let before = raw.len();
-            raw.extend(node.out_ctrl.iter().map(|p| p.node));
+            raw.extend(node.ctrl_out().iter().map(|p| p.node));
             close_batch(&mut ends, before, raw.len());
             if count_out_data {
                 self.out_data.push(data_links as u32);
@@ -470,7 +470,7 @@ impl<'a> Ctx<'a> {
             ins.start.push(ins.adj.len() as u32);
             let before = ins.adj.len();
             let data = node.in_data.iter().flatten().map(|p| (p, true));
-            for (p, data_in) in data.chain(node.in_ctrl.iter().map(|p| (p, false))) {
+            for (p, data_in) in data.chain(node.ctrl_in().iter().map(|p| (p, false))) {
                 let Some(e) = map.get(p.node) else { continue };
                 let f = self.flags[e.k as usize];
                 self.flags[v] |= HAS_INPUT;
