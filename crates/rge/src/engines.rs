@@ -61,3 +61,19 @@ pub fn default_manager(registry: &OpRegistry) -> CompileResult<Arc<EngineManager
     ));
     b.build()
 }
+
+/// The compile pipeline with rge's parts in place: rge-ops' inference as the infer stage and
+/// the default engines.
+#[allow(clippy::result_large_err)]
+pub fn default_pipeline(
+    registry: Arc<OpRegistry>,
+    options: rge_compiler::CompileOptions,
+) -> CompileResult<rge_compiler::Pipeline> {
+    let manager = default_manager(&registry)?;
+    let infer = rge_compiler::FnPass::new("rge-ops inference", move |g, _| {
+        rge_ops::infer_graph(g, &registry, &rge_ops::InferOptions::default())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    Ok(rge_compiler::Pipeline::new(manager, options).with_infer(infer))
+}

@@ -217,3 +217,31 @@ fn engines_place_and_partition() {
         .unwrap()
         .starts_with("digraph"));
 }
+
+#[test]
+fn the_default_pipeline_infers_places_and_partitions() {
+    let (m, _) = rge::model::load(&fixture("onnx_conv2d.onnx")).unwrap();
+    let reg = rge::ops::OpRegistry::builtin();
+    let pipeline = rge::engines::default_pipeline(reg, Default::default()).unwrap();
+    let compiled = pipeline.compile(m.graph().clone()).unwrap();
+    let g = &compiled.graph;
+    let conv = g
+        .nodes_of(g.root())
+        .find(|&n| g.op(n).unwrap().op_type() == "Conv")
+        .unwrap();
+    let op = g.op(conv).unwrap();
+    assert_eq!(op.engine_name(), "cpu");
+    // Inference ran: the output shape is known.
+    assert_eq!(op.output(0).unwrap().shape().dims(), &[1, 1, 5, 5]);
+    assert!(compiled.partitions.iter().any(|p| p.engine == "cpu"));
+    // A graph inference rejects fails the pipeline with the node named.
+    let (bad, _) = rge::model::load(&fixture("onnx_if.onnx")).unwrap();
+    let pipeline =
+        rge::engines::default_pipeline(rge::ops::OpRegistry::builtin(), Default::default())
+            .unwrap();
+    let err = pipeline
+        .compile(bad.graph().clone())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("If_1"), "{err}");
+}
