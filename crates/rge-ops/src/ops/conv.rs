@@ -321,16 +321,20 @@ fn col2im(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
-fn roi_align(ctx: &mut InferCtx<'_>) -> OpResult<()> {
-    let dt = ctx.input(0)?.dtype;
-    let c = ctx
-        .input(0)?
-        .dims()
-        .map_or(-1, |d| d.get(1).copied().unwrap_or(-1));
+/// The dtype and channel count of the feature map (input 0) and the number of RoIs (input 1's
+/// first dim), -1 where unknown: the leading output dims of the RoI pooling ops.
+fn roi_pool_leading(ctx: &InferCtx<'_>) -> OpResult<(rge_ir::DataType, i64, i64)> {
+    let x = ctx.input(0)?;
+    let c = x.dims().map_or(-1, |d| d.get(1).copied().unwrap_or(-1));
     let n = ctx
         .input(1)?
         .dims()
         .map_or(-1, |d| d.first().copied().unwrap_or(-1));
+    Ok((x.dtype, n, c))
+}
+
+fn roi_align(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let (dt, n, c) = roi_pool_leading(ctx)?;
     let (h, w) = (
         ctx.attr_int("output_height")?,
         ctx.attr_int("output_width")?,
@@ -340,15 +344,7 @@ fn roi_align(ctx: &mut InferCtx<'_>) -> OpResult<()> {
 }
 
 fn max_roi_pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
-    let dt = ctx.input(0)?.dtype;
-    let c = ctx
-        .input(0)?
-        .dims()
-        .map_or(-1, |d| d.get(1).copied().unwrap_or(-1));
-    let n = ctx
-        .input(1)?
-        .dims()
-        .map_or(-1, |d| d.first().copied().unwrap_or(-1));
+    let (dt, n, c) = roi_pool_leading(ctx)?;
     let Some(p) = ctx.attr_ints("pooled_shape")? else {
         bail!("required attribute `pooled_shape` is missing");
     };
