@@ -1,0 +1,97 @@
+//! Runtime tensors ↔ rge-ir tensors (weights, constants, attribute tensors).
+//!
+//! rge-ir keeps strings in GE's layout (16-byte heads of offset and length, then the bytes);
+//! runtime tensors keep them as `String`s.
+
+use rge_ir::{Format, Shape, TensorDesc};
+
+use crate::dtype::{DType, ONNX_DTYPE_ATTR};
+use crate::error::{KernelError, KernelResult};
+use crate::tensor::{Tensor, TensorData};
+
+/// A runtime tensor from an IR tensor (data copied into aligned memory).
+pub fn tensor_from_ir(t: &rge_ir::Tensor) -> KernelResult<Tensor> {
+    let dtype = DType::from_desc(&t.desc).ok_or_else(|| {
+        KernelError::unsupported(format!("tensor type {} has no runtime type", t.desc.dtype()))
+    })?;
+    let dims = t
+        .desc
+        .shape()
+        .dims()
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<Vec<usize>, _>>()
+        .map_err(|_| KernelError::invalid(format!("tensor shape {} is not known", t.desc.shape())))?;
+    if dtype.is_string() {
+        let n: usize = dims.iter().product();
+        return Tensor::from_strings(&dims, decode_ge_strings(&t.data, n)?);
+    }
+    Tensor::from_bytes(dtype, &dims, &t.data)
+}
+
+/// An IR tensor (format ND) from a runtime tensor, tagging stand-in types.
+pub fn tensor_to_ir(t: &Tensor) -> rge_ir::Tensor {
+    let dims: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+    let mut desc = TensorDesc::new(Shape::from_slice(&dims), t.dtype().to_ir(), Format::ND);
+    if t.dtype().needs_tag() {
+        desc.attrs_mut().set(ONNX_DTYPE_ATTR, i64::from(t.dtype().onnx()));
+    }
+    let data = match t.data() {
+        TensorData::Bytes(b) => b.as_slice().to_vec(),
+        TensorData::Strings(s) => encode_ge_strings(s),
+    };
+    rge_ir::Tensor::new(desc, data)
+}
+
+fn decode_ge_strings(data: &[u8], n: usize) -> KernelResult<Vec<String>> {
+    let heads = n
+        .checked_mul(16)
+        .filter(|&h| h <= data.len())
+        .ok_or_else(|| KernelError::invalid(format!("{} bytes cannot hold {n} strings", data.len())))?;
+    data[..heads]
+        .chunks_exact(16)
+        .map(|h| {
+            let off = u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize;
+            let len = u64::from_le_bytes(h[8..].try_into().expect("8 bytes")) as usize;
+            let bytes = off
+                .checked_add(len)
+                .and_then(|end| data.get(off..end))
+                .ok_or_else(|| KernelError::invalid("string outside the tensor data"))?;
+            Ok(String::from_utf8_lossy(bytes).into_owned())
+        })
+        .collect()
+}
+
+fn encode_ge_strings(strings: &[String]) -> Vec<u8> {
+    let heads = strings.len() * 16;
+    let mut out = Vec::with_capacity(heads + strings.iter().map(|s| s.len() + 1).sum::<usize>());
+    let mut off = heads as u64;
+    for s in strings {
+        out.extend_from_slice(&off.to_le_bytes());
+        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        off += s.len() as u64 + 1;
+    }
+    for s in strings {
+        out.extend_from_slice(s.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_numbers_strings_and_tags() {
+        let t = Tensor::from_vec(&[2], vec![1.5f32, -2.0]).unwrap();
+        assert_eq!(tensor_from_ir(&tensor_to_ir(&t)).unwrap(), t);
+        let s = Tensor::from_strings(&[2], vec!["a".into(), "bc".into()]).unwrap();
+        assert_eq!(tensor_from_ir(&tensor_to_ir(&s)).unwrap(), s);
+        let f8 = Tensor::from_vec(&[1], vec![3u8])
+            .unwrap()
+            .with_dtype(DType::Float8E5M2Fnuz)
+            .unwrap();
+        assert_eq!(tensor_from_ir(&tensor_to_ir(&f8)).unwrap(), f8);
+    }
+}
