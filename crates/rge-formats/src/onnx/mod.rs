@@ -95,6 +95,22 @@ impl OnnxModel {
     }
 }
 
+/// Converts one decoded `TensorProto` (a `.pb` test input, say) into a tensor; `origin` names
+/// it in messages. External data is refused (there is no model directory to resolve it in).
+pub fn tensor_from_proto(tp: &crate::onnx_proto::TensorProto, origin: &str) -> Result<rge_ir::Tensor> {
+    let mut ext = external::External::new(None);
+    let at = tensor::At {
+        file: origin,
+        at: "tensor",
+    };
+    tensor::tensor_from_proto(tp, &mut ext, &at)
+}
+
+/// The `TensorProto` of a tensor (raw data or string data), named `name`.
+pub fn tensor_to_proto(t: &rge_ir::Tensor, name: &str) -> std::result::Result<crate::onnx_proto::TensorProto, String> {
+    tensor::tensor_to_proto(t, name)
+}
+
 /// Reads and imports an ONNX file. External data is resolved in the file's directory.
 pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
     let path = path.as_ref();

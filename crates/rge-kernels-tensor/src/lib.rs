@@ -1,0 +1,8 @@
+//! rge CPU kernels: tensor ops.
+
+use rge_kernels::{KernelRegistryBuilder, KernelResult};
+
+/// Registers this family's kernels.
+pub fn register(_b: &mut KernelRegistryBuilder) -> KernelResult<()> {
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! rge runtime (engines.md §4.6).
