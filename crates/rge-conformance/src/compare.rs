@@ -40,7 +40,11 @@ pub fn compare_tensors(want: &Tensor, got: &Tensor, tol: Tolerance) -> Result<()
         return Err(format!("dtype {}, expected {}", got.dtype(), want.dtype()));
     }
     if want.shape() != got.shape() {
-        return Err(format!("shape {:?}, expected {:?}", got.shape(), want.shape()));
+        return Err(format!(
+            "shape {:?}, expected {:?}",
+            got.shape(),
+            want.shape()
+        ));
     }
     match (want.data(), got.data()) {
         (TensorData::Strings(w), TensorData::Strings(g)) => {
@@ -55,7 +59,10 @@ pub fn compare_tensors(want: &Tensor, got: &Tensor, tol: Tolerance) -> Result<()
                 DType::Float | DType::Double | DType::Float16 | DType::Bfloat16
             );
             if numeric {
-                let (w, g) = (as_f64s(want).unwrap_or_default(), as_f64s(got).unwrap_or_default());
+                let (w, g) = (
+                    as_f64s(want).unwrap_or_default(),
+                    as_f64s(got).unwrap_or_default(),
+                );
                 if let Some(i) = (0..w.len()).find(|&i| !close(g[i], w[i], tol)) {
                     return Err(format!("element {i}: {}, expected {}", g[i], w[i]));
                 }
@@ -112,7 +119,9 @@ mod tests {
         let b = Tensor::from_vec(&[3], vec![1.000001f32, f32::NAN, 100.05]).unwrap();
         assert!(compare_tensors(&a, &b, t).is_ok());
         let c = Tensor::from_vec(&[3], vec![1.1f32, f32::NAN, 100.0]).unwrap();
-        assert!(compare_tensors(&a, &c, t).unwrap_err().contains("element 0"));
+        assert!(compare_tensors(&a, &c, t)
+            .unwrap_err()
+            .contains("element 0"));
         let d = Tensor::from_vec(&[3], vec![1i64, 2, 3]).unwrap();
         assert!(compare_tensors(&a, &d, t).unwrap_err().contains("dtype"));
     }

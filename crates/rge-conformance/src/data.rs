@@ -148,7 +148,11 @@ pub fn io_kinds(model: &OnnxModel) -> (Vec<Kind>, Vec<Kind>) {
     let outputs = g
         .net_output(root)
         .and_then(|n| g.op(n))
-        .map(|op| (0..op.input_count()).map(|i| op.input(i).map_or(Kind::Tensor, kind_of_desc)).collect())
+        .map(|op| {
+            (0..op.input_count())
+                .map(|i| op.input(i).map_or(Kind::Tensor, kind_of_desc))
+                .collect()
+        })
         .unwrap_or_default();
     (inputs, outputs)
 }
@@ -160,7 +164,11 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
-            let k = name.strip_prefix(prefix)?.strip_suffix(".pb")?.parse().ok()?;
+            let k = name
+                .strip_prefix(prefix)?
+                .strip_suffix(".pb")?
+                .parse()
+                .ok()?;
             Some((k, e.path()))
         })
         .collect();
@@ -170,9 +178,10 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 
 /// Loads a node-test folder: the model and every data set. Errors name the file at fault.
 pub fn load_test(dir: &Path) -> Result<NodeTest, String> {
-    let name = dir
-        .file_name()
-        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().to_string());
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().to_string(),
+    );
     let model_path = dir.join("model.onnx");
     if !model_path.is_file() {
         return Err(format!("{}: missing", model_path.display()));
@@ -182,7 +191,11 @@ pub fn load_test(dir: &Path) -> Result<NodeTest, String> {
     let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("test_data_set_"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("test_data_set_")
+        })
         .map(|e| e.path())
         .collect();
     sets.sort();

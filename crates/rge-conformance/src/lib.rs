@@ -12,4 +12,6 @@ pub mod suite;
 pub use compare::{compare_values, Tolerance};
 pub use data::{load_test, NodeTest, TestDataSet};
 pub use reference::interpret;
-pub use suite::{check_family, list_tests, node_tests_dir, run_suite, Outcome, SuiteReport};
+pub use suite::{
+    check_family, list_tests, node_tests_dir, run_suite, Coverage, Outcome, Runner, SuiteReport,
+};

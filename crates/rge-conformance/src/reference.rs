@@ -5,9 +5,7 @@
 use std::collections::HashMap;
 
 use rge_ir::{op_types, AttrValue, ComputeGraph, NodeId};
-use rge_kernels::{
-    run_owned, tensor_from_ir, DType, KernelInit, KernelRegistry, Value,
-};
+use rge_kernels::{run_owned, tensor_from_ir, DType, KernelInit, KernelRegistry, Value};
 
 /// The domain attribute the ONNX frontend writes on non-default-domain nodes.
 pub const DOMAIN_ATTR: &str = "_onnx_domain";
@@ -16,7 +14,13 @@ pub const SUBGRAPH_ATTRS_ATTR: &str = "_onnx_subgraph_attrs";
 
 /// The opset version of `domain` in `opsets` (the latest known when not imported).
 pub fn opset_of(opsets: &[(String, i64)], domain: &str) -> i64 {
-    let norm = |d: &str| if d == "ai.onnx" { String::new() } else { d.to_string() };
+    let norm = |d: &str| {
+        if d == "ai.onnx" {
+            String::new()
+        } else {
+            d.to_string()
+        }
+    };
     let want = norm(domain);
     opsets
         .iter()
@@ -36,7 +40,10 @@ pub fn interpret(
     let order = rge_ops::topo_order(graph, root).map_err(|e| e.to_string())?;
     let mut data_index: HashMap<NodeId, usize> = HashMap::new();
     for &n in graph.input_nodes(root) {
-        if graph.op(n).is_some_and(|op| op_types::is_data(op.op_type())) {
+        if graph
+            .op(n)
+            .is_some_and(|op| op_types::is_data(op.op_type()))
+        {
             let k = data_index.len();
             data_index.insert(n, k);
         }
@@ -83,7 +90,10 @@ pub fn interpret(
             return ins
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| v.cloned().ok_or_else(|| format!("graph output {i} is not connected")))
+                .map(|(i, v)| {
+                    v.cloned()
+                        .ok_or_else(|| format!("graph output {i} is not connected"))
+                })
                 .collect();
         }
         let domain = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");

@@ -8,7 +8,7 @@ use rge_kernels::{KernelRegistry, Value};
 
 use crate::compare::{compare_values, Tolerance};
 use crate::data::{load_test, NodeTest};
-use crate::reference::{interpret, opset_of, DOMAIN_ATTR};
+use crate::reference::{interpret, DOMAIN_ATTR};
 
 /// The node tests folder: `RGE_ONNX_NODE_TESTS`, else `<workspace>/build/onnx-node-tests/node`.
 pub fn node_tests_dir() -> PathBuf {
@@ -37,6 +37,11 @@ pub fn list_tests(dir: &Path, filter: Option<&str>) -> Result<Vec<PathBuf>, Stri
     Ok(v)
 }
 
+/// Runs one test's graph on one data set's inputs and returns its outputs.
+pub type Runner<'a> = dyn Fn(&NodeTest, &[Value]) -> Result<Vec<Value>, String> + Sync + 'a;
+/// Says whether a runner can attempt a test (`Err`: the op types it lacks).
+pub type Coverage<'a> = dyn Fn(&NodeTest) -> Result<(), Vec<String>> + Sync + 'a;
+
 /// The result of one test.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -54,7 +59,10 @@ pub struct SuiteReport {
 
 impl SuiteReport {
     pub fn passed(&self) -> usize {
-        self.results.iter().filter(|r| r.1 == Outcome::Passed).count()
+        self.results
+            .iter()
+            .filter(|r| r.1 == Outcome::Passed)
+            .count()
     }
 
     pub fn failed(&self) -> Vec<(&str, &str)> {
@@ -95,11 +103,7 @@ pub fn op_types_of(g: &ComputeGraph) -> Vec<(String, String)> {
 }
 
 /// Runs one loaded test with `run` (graph, opsets, inputs → outputs) over every data set.
-pub fn run_test(
-    test: &NodeTest,
-    tol: Tolerance,
-    run: &dyn Fn(&NodeTest, &[Value]) -> Result<Vec<Value>, String>,
-) -> Outcome {
+pub fn run_test(test: &NodeTest, tol: Tolerance, run: &Runner<'_>) -> Outcome {
     for (k, set) in test.data_sets.iter().enumerate() {
         let got = match run(test, &set.inputs) {
             Ok(v) => v,
@@ -127,20 +131,24 @@ pub fn run_test(
 pub fn run_suite(
     dirs: &[PathBuf],
     tol: Tolerance,
-    covered: &(dyn Fn(&NodeTest) -> Result<(), Vec<String>> + Sync),
-    run: &(dyn Fn(&NodeTest, &[Value]) -> Result<Vec<Value>, String> + Sync),
+    covered: &Coverage<'_>,
+    run: &Runner<'_>,
     threads: usize,
 ) -> SuiteReport {
     let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<(String, Outcome)>> = vec![None; dirs.len()];
-    let slots: Vec<std::sync::Mutex<&mut Option<(String, Outcome)>>> =
-        results.iter_mut().map(std::sync::Mutex::new).collect();
+    let slots: Vec<std::sync::Mutex<Option<(String, Outcome)>>> = (0..dirs.len())
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(dir) = dirs.get(i) else { break };
-                let name = dir.file_name().unwrap_or_default().to_string_lossy().to_string();
+                let name = dir
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string();
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     match load_test(dir) {
                         Err(e) => Outcome::Failed(format!("cannot load: {e}")),
@@ -158,13 +166,15 @@ pub fn run_suite(
                         .unwrap_or_default();
                     Outcome::Failed(format!("panicked: {msg}"))
                 });
-                **slots[i].lock().expect("slot") = Some((name, outcome));
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some((name, outcome));
             });
         }
     });
-    drop(slots);
     SuiteReport {
-        results: results.into_iter().flatten().collect(),
+        results: slots
+            .into_iter()
+            .filter_map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .collect(),
     }
 }
 
@@ -173,7 +183,12 @@ pub fn reference_runner(
     registry: &KernelRegistry,
 ) -> impl Fn(&NodeTest, &[Value]) -> Result<Vec<Value>, String> + Sync + '_ {
     move |test, inputs| {
-        interpret(&test.model.graph, registry, &test.model.opset_imports, inputs)
+        interpret(
+            &test.model.graph,
+            registry,
+            &test.model.opset_imports,
+            inputs,
+        )
     }
 }
 
@@ -189,7 +204,6 @@ pub fn registry_covers(registry: &KernelRegistry, test: &NodeTest) -> Result<(),
     if !g.subgraphs().is_empty() {
         missing.push("(subgraphs)".into());
     }
-    let _ = opset_of;
     if missing.is_empty() {
         Ok(())
     } else {
@@ -210,7 +224,10 @@ pub fn check_family(family: &str, registry: &KernelRegistry) {
             "ONNX node tests not found at {} (run scripts/gen_onnx_node_tests.sh)",
             dir.display()
         );
-        assert!(std::env::var_os("CI").is_none(), "{msg}; CI must generate them first");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{msg}; CI must generate them first"
+        );
         eprintln!("note: {msg}; skipping");
         return;
     }

@@ -12,7 +12,10 @@ use crate::tensor::{Tensor, TensorData};
 /// A runtime tensor from an IR tensor (data copied into aligned memory).
 pub fn tensor_from_ir(t: &rge_ir::Tensor) -> KernelResult<Tensor> {
     let dtype = DType::from_desc(&t.desc).ok_or_else(|| {
-        KernelError::unsupported(format!("tensor type {} has no runtime type", t.desc.dtype()))
+        KernelError::unsupported(format!(
+            "tensor type {} has no runtime type",
+            t.desc.dtype()
+        ))
     })?;
     let dims = t
         .desc
@@ -21,7 +24,9 @@ pub fn tensor_from_ir(t: &rge_ir::Tensor) -> KernelResult<Tensor> {
         .iter()
         .map(|&d| usize::try_from(d))
         .collect::<Result<Vec<usize>, _>>()
-        .map_err(|_| KernelError::invalid(format!("tensor shape {} is not known", t.desc.shape())))?;
+        .map_err(|_| {
+            KernelError::invalid(format!("tensor shape {} is not known", t.desc.shape()))
+        })?;
     if dtype.is_string() {
         let n: usize = dims.iter().product();
         return Tensor::from_strings(&dims, decode_ge_strings(&t.data, n)?);
@@ -34,7 +39,8 @@ pub fn tensor_to_ir(t: &Tensor) -> rge_ir::Tensor {
     let dims: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
     let mut desc = TensorDesc::new(Shape::from_slice(&dims), t.dtype().to_ir(), Format::ND);
     if t.dtype().needs_tag() {
-        desc.attrs_mut().set(ONNX_DTYPE_ATTR, i64::from(t.dtype().onnx()));
+        desc.attrs_mut()
+            .set(ONNX_DTYPE_ATTR, i64::from(t.dtype().onnx()));
     }
     let data = match t.data() {
         TensorData::Bytes(b) => b.as_slice().to_vec(),
@@ -47,7 +53,9 @@ fn decode_ge_strings(data: &[u8], n: usize) -> KernelResult<Vec<String>> {
     let heads = n
         .checked_mul(16)
         .filter(|&h| h <= data.len())
-        .ok_or_else(|| KernelError::invalid(format!("{} bytes cannot hold {n} strings", data.len())))?;
+        .ok_or_else(|| {
+            KernelError::invalid(format!("{} bytes cannot hold {n} strings", data.len()))
+        })?;
     data[..heads]
         .chunks_exact(16)
         .map(|h| {

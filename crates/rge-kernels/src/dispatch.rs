@@ -70,12 +70,35 @@ macro_rules! dispatch_numeric_bool {
 macro_rules! dispatch_by_size {
     ($dt:expr, $T:ident => $body:expr) => {{
         match $dt.bits() {
-            8 => { #[allow(dead_code)] type $T = u8; $body }
-            16 => { #[allow(dead_code)] type $T = u16; $body }
-            32 => { #[allow(dead_code)] type $T = u32; $body }
-            64 => { #[allow(dead_code)] type $T = u64; $body }
-            128 => { #[allow(dead_code)] type $T = u128; $body }
-            _ => Err($crate::KernelError::unsupported(format!("data type {}", $dt))),
+            8 => {
+                #[allow(dead_code)]
+                type $T = u8;
+                $body
+            }
+            16 => {
+                #[allow(dead_code)]
+                type $T = u16;
+                $body
+            }
+            32 => {
+                #[allow(dead_code)]
+                type $T = u32;
+                $body
+            }
+            64 => {
+                #[allow(dead_code)]
+                type $T = u64;
+                $body
+            }
+            128 => {
+                #[allow(dead_code)]
+                type $T = u128;
+                $body
+            }
+            _ => Err($crate::KernelError::unsupported(format!(
+                "data type {}",
+                $dt
+            ))),
         }
     }};
 }

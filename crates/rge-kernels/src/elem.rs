@@ -9,9 +9,9 @@ use crate::dtype::DType;
 /// A Rust type that is the in-memory form of one [`DType`].
 ///
 /// # Safety
-/// `Self` must have the size and alignment of `DTYPE`'s element and every byte pattern a
-/// buffer of that type may hold must be a valid `Self` (buffers of `bool` hold only 0 or 1:
-/// every constructor of bool data validates it).
+/// `Self` must have the size and alignment of `DTYPE`'s element, and every byte pattern must
+/// be a valid `Self` except for `bool`, whose views are checked (reads) or zeroed (fresh
+/// outputs) before they are made.
 pub unsafe trait Elem: Copy + Send + Sync + Debug + Default + PartialEq + 'static {
     /// The element type this Rust type stores.
     const DTYPE: DType;
@@ -34,29 +34,34 @@ elem! {
 /// True when `T` may view data of type `dt`: the exact type, or `u8` for every one-byte type
 /// (float8 kinds, bool) so that kernels can move such bytes without knowing them.
 pub fn may_view<T: Elem>(dt: DType) -> bool {
-    T::DTYPE == dt || (T::DTYPE == DType::Uint8 && dt.bits() == 8 && dt != DType::Bool)
+    T::DTYPE == dt || (T::DTYPE == DType::Uint8 && dt.bits() == 8)
 }
 
 /// Views bytes as elements. Errors (returns `None`) on misalignment or a length that is not a
 /// multiple of the element size.
 pub(crate) fn cast_slice<T: Elem>(bytes: &[u8]) -> Option<&[T]> {
+    if T::DTYPE == DType::Bool && bytes.iter().any(|&b| b > 1) {
+        return None;
+    }
     let size = std::mem::size_of::<T>();
     if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
         return None;
     }
-    // SAFETY: length and alignment checked above; `Elem` guarantees every stored pattern is
-    // valid for `T` (bool buffers are validated on construction).
+    // SAFETY: length and alignment checked above; every byte pattern is a valid `T`, and bool
+    // bytes were checked to be 0 or 1.
     Some(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size) })
 }
 
 /// Mutable counterpart of [`cast_slice`].
 pub(crate) fn cast_slice_mut<T: Elem>(bytes: &mut [u8]) -> Option<&mut [T]> {
+    if T::DTYPE == DType::Bool && bytes.iter().any(|&b| b > 1) {
+        return None;
+    }
     let size = std::mem::size_of::<T>();
     if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
         return None;
     }
-    // SAFETY: as in `cast_slice`; the caller writes only valid `T`s, which keeps the buffer
-    // valid for its type (a bool slice written through `&mut [bool]` holds only 0 and 1).
+    // SAFETY: as in `cast_slice`; safe code can store only valid `T`s through the slice.
     Some(unsafe {
         std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<T>(), bytes.len() / size)
     })
@@ -66,4 +71,15 @@ pub(crate) fn cast_slice_mut<T: Elem>(bytes: &mut [u8]) -> Option<&mut [T]> {
 pub fn as_bytes<T: Elem>(v: &[T]) -> &[u8] {
     // SAFETY: any initialized memory may be read as bytes; `Elem` types have no padding.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Views bytes as plain-old-data words of any width (for kernels that move elements without
+/// looking at them); `None` on misalignment or a ragged length.
+pub(crate) fn cast_pod<T: bytemuck::Pod>(bytes: &[u8]) -> Option<&[T]> {
+    bytemuck::try_cast_slice(bytes).ok()
+}
+
+/// Mutable counterpart of [`cast_pod`].
+pub(crate) fn cast_pod_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Option<&mut [T]> {
+    bytemuck::try_cast_slice_mut(bytes).ok()
 }

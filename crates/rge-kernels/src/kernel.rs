@@ -9,7 +9,7 @@ use rge_ir::{AttrMap, AttrValue};
 use crate::buffer::Buffer;
 use crate::convert::tensor_from_ir;
 use crate::dtype::DType;
-use crate::elem::{cast_slice_mut, Elem};
+use crate::elem::{cast_pod_mut, cast_slice_mut, Elem};
 use crate::error::{KernelError, KernelResult};
 use crate::tensor::{element_count, Tensor, TensorRef};
 use crate::value::{Value, ValueRef};
@@ -117,7 +117,10 @@ impl<'a> KernelInit<'a> {
 
     /// An int-list attribute, empty when absent.
     pub fn ints_or_empty(&self, name: &str) -> KernelResult<Vec<i64>> {
-        Ok(self.ints_opt(name)?.map(<[i64]>::to_vec).unwrap_or_default())
+        Ok(self
+            .ints_opt(name)?
+            .map(<[i64]>::to_vec)
+            .unwrap_or_default())
     }
 
     /// A float-list attribute, if present.
@@ -259,7 +262,9 @@ impl<'a> KernelCtx<'a> {
     /// Required tensor input `i`.
     pub fn input(&self, i: usize) -> KernelResult<TensorRef<'a>> {
         match self.value(i) {
-            Some(v) => v.tensor().map_err(|e| KernelError::invalid(format!("input {i}: {e}"))),
+            Some(v) => v
+                .tensor()
+                .map_err(|e| KernelError::invalid(format!("input {i}: {e}"))),
             None => Err(KernelError::invalid(format!("input {i} is missing"))),
         }
     }
@@ -283,7 +288,35 @@ impl<'a> KernelCtx<'a> {
     /// Typed memory for output `i` with `shape`.
     pub fn output<T: Elem>(&mut self, i: usize, shape: &[usize]) -> KernelResult<&'a mut [T]> {
         let bytes = self.output_bytes(i, T::DTYPE, shape)?;
+        if T::DTYPE == DType::Bool {
+            // Planned memory may hold old bytes that are not valid bools.
+            bytes.fill(0);
+        }
         cast_slice_mut(bytes).ok_or_else(|| KernelError::Output {
+            index: i,
+            msg: "runtime gave misaligned memory".into(),
+        })
+    }
+
+    /// Memory for output `i` of type `dtype`, as words of the element's width (see
+    /// [`TensorRef::as_raw`]); for kernels that move elements without reading them.
+    pub fn output_raw<T: bytemuck::Pod>(
+        &mut self,
+        i: usize,
+        dtype: DType,
+        shape: &[usize],
+    ) -> KernelResult<&'a mut [T]> {
+        if dtype.bits() as usize != std::mem::size_of::<T>() * 8 {
+            return Err(KernelError::Output {
+                index: i,
+                msg: format!(
+                    "{dtype} output written as {}-byte words",
+                    std::mem::size_of::<T>()
+                ),
+            });
+        }
+        let bytes = self.output_bytes(i, dtype, shape)?;
+        cast_pod_mut(bytes).ok_or_else(|| KernelError::Output {
             index: i,
             msg: "runtime gave misaligned memory".into(),
         })
@@ -372,10 +405,13 @@ impl OwnedOutputs {
 
     fn slot(&mut self, index: usize) -> KernelResult<&mut Slot> {
         let n = self.slots.len();
-        let slot = self.slots.get_mut(index).ok_or_else(|| KernelError::Output {
-            index,
-            msg: format!("the node has {n} outputs"),
-        })?;
+        let slot = self
+            .slots
+            .get_mut(index)
+            .ok_or_else(|| KernelError::Output {
+                index,
+                msg: format!("the node has {n} outputs"),
+            })?;
         if !matches!(slot, Slot::Empty) {
             return Err(KernelError::Output {
                 index,

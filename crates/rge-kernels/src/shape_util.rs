@@ -54,12 +54,20 @@ pub fn normalize_axis(axis: i64, rank: usize) -> KernelResult<usize> {
             "axis {axis} is out of range for rank {rank}"
         )));
     }
-    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
+    Ok(if axis < 0 {
+        (axis + r) as usize
+    } else {
+        axis as usize
+    })
 }
 
 /// Calls `f(out_index, in_offsets)` for every element of `out`, with each input's element
 /// offset under broadcasting (`in_strides` from [`broadcast_strides`]).
-pub fn for_each_broadcast(out: &[usize], in_strides: &[Vec<usize>], mut f: impl FnMut(usize, &[usize])) {
+pub fn for_each_broadcast(
+    out: &[usize],
+    in_strides: &[Vec<usize>],
+    mut f: impl FnMut(usize, &[usize]),
+) {
     let n: usize = out.iter().product();
     if n == 0 {
         return;
@@ -94,7 +102,10 @@ mod tests {
 
     #[test]
     fn broadcasting() {
-        assert_eq!(broadcast_shapes(&[&[2, 1, 3], &[4, 1]]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(
+            broadcast_shapes(&[&[2, 1, 3], &[4, 1]]).unwrap(),
+            vec![2, 4, 3]
+        );
         assert!(broadcast_shapes(&[&[2], &[3]]).is_err());
         assert_eq!(broadcast_strides(&[4, 1], &[2, 4, 3]), vec![0, 1, 0]);
         let mut seen = vec![];

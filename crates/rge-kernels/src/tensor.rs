@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use crate::buffer::Buffer;
 use crate::dtype::DType;
-use crate::elem::{as_bytes, cast_slice, cast_slice_mut, may_view, Elem};
+use crate::elem::{as_bytes, cast_pod, cast_slice, cast_slice_mut, may_view, Elem};
 use crate::error::{KernelError, KernelResult};
 
 /// Dims of a runtime tensor.
@@ -62,7 +62,9 @@ fn check_len(dtype: DType, shape: &[usize], have: usize) -> KernelResult<()> {
 
 fn check_bools(dtype: DType, bytes: &[u8]) -> KernelResult<()> {
     if dtype == DType::Bool && bytes.iter().any(|&b| b > 1) {
-        return Err(KernelError::invalid("bool tensor holds a byte other than 0 or 1"));
+        return Err(KernelError::invalid(
+            "bool tensor holds a byte other than 0 or 1",
+        ));
     }
     Ok(())
 }
@@ -102,7 +104,9 @@ impl Tensor {
     /// A tensor copied from raw bytes, checked against the shape (and bools against 0/1).
     pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> KernelResult<Self> {
         if dtype.is_string() {
-            return Err(KernelError::invalid("string tensors hold strings, not bytes"));
+            return Err(KernelError::invalid(
+                "string tensors hold strings, not bytes",
+            ));
         }
         check_len(dtype, shape, bytes.len())?;
         check_bools(dtype, bytes)?;
@@ -116,7 +120,9 @@ impl Tensor {
     /// A tensor owning `buffer` (checked like [`Tensor::from_bytes`]).
     pub fn from_buffer(dtype: DType, shape: &[usize], buffer: Buffer) -> KernelResult<Self> {
         if dtype.is_string() {
-            return Err(KernelError::invalid("string tensors hold strings, not bytes"));
+            return Err(KernelError::invalid(
+                "string tensors hold strings, not bytes",
+            ));
         }
         check_len(dtype, shape, buffer.len())?;
         check_bools(dtype, buffer.as_slice())?;
@@ -235,7 +241,9 @@ impl<'a> TensorRef<'a> {
     /// A view over raw bytes, checked against the shape (and bools against 0/1).
     pub fn new(dtype: DType, shape: &'a [usize], bytes: &'a [u8]) -> KernelResult<Self> {
         if dtype.is_string() {
-            return Err(KernelError::invalid("string tensors hold strings, not bytes"));
+            return Err(KernelError::invalid(
+                "string tensors hold strings, not bytes",
+            ));
         }
         check_len(dtype, shape, bytes.len())?;
         check_bools(dtype, bytes)?;
@@ -330,7 +338,22 @@ impl<'a> TensorRef<'a> {
                 T::DTYPE
             )));
         }
-        cast_slice(self.bytes()?).ok_or_else(|| KernelError::invalid("misaligned tensor data"))
+        cast_slice(self.bytes()?)
+            .ok_or_else(|| KernelError::invalid("misaligned tensor data (or a bool byte not 0/1)"))
+    }
+
+    /// The elements as words of the element's width (`u8`, `u16`, `u32`, `u64`, `u128`) for
+    /// kernels that move data without reading it (`dispatch_by_size!`); any non-string type
+    /// whose element is exactly `T`'s size.
+    pub fn as_raw<T: bytemuck::Pod>(&self) -> KernelResult<&'a [T]> {
+        if self.dtype.bits() as usize != std::mem::size_of::<T>() * 8 {
+            return Err(KernelError::invalid(format!(
+                "{} tensor read as {}-byte words",
+                self.dtype,
+                std::mem::size_of::<T>()
+            )));
+        }
+        cast_pod(self.bytes()?).ok_or_else(|| KernelError::invalid("misaligned tensor data"))
     }
 
     /// An ndarray view of the elements.

@@ -9,7 +9,10 @@ use crate::tensor::{Tensor, TensorRef};
 pub enum Value {
     Tensor(Tensor),
     /// A sequence; `elem` is the element type (known even when empty).
-    Sequence { elem: DType, items: Vec<Tensor> },
+    Sequence {
+        elem: DType,
+        items: Vec<Tensor>,
+    },
     /// An optional; `None` is an empty optional of the given inner kind.
     Optional(Option<Box<Value>>),
 }
@@ -27,10 +30,7 @@ impl Value {
     pub fn as_ref(&self) -> ValueRef<'_> {
         match self {
             Value::Tensor(t) => ValueRef::Tensor(t.view()),
-            Value::Sequence { elem, items } => ValueRef::Sequence {
-                elem: *elem,
-                items,
-            },
+            Value::Sequence { elem, items } => ValueRef::Sequence { elem: *elem, items },
             Value::Optional(v) => ValueRef::Optional(v.as_deref()),
         }
     }

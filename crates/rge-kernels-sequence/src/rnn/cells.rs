@@ -1,0 +1,215 @@
+//! The RNN, GRU and LSTM cells, run over one direction. `xw` holds X·Wᵀ + Wb for every
+//! (step, batch) row; each step adds H·Rᵀ (one GEMM over the batch) and the cell's
+//! elementwise update. `y` is (seq, dirs, batch, hidden), states (dirs, batch, hidden).
+
+use rge_kernels::KernelResult;
+
+use super::{Act, Prepared};
+use crate::common::{gemm, Acc, Gemm};
+
+/// The per-direction settings.
+pub struct DirCfg<'a, F> {
+    pub d: usize,
+    pub dirs: usize,
+    pub reverse: bool,
+    pub acts: &'a [Act],
+    pub clip: Option<F>,
+    pub input_forget: bool,
+    pub linear_before_reset: bool,
+}
+
+impl<F: Acc> DirCfg<'_, F> {
+    #[inline]
+    fn act(&self, k: usize, x: F) -> F {
+        let x = match self.clip {
+            Some(c) => x.max(-c).min(c),
+            None => x,
+        };
+        self.acts[k].apply(x)
+    }
+
+    /// The time index batch entry of length `len` processes at step `s`, if any.
+    #[inline]
+    fn time(&self, s: usize, len: usize) -> Option<usize> {
+        (s < len).then(|| if self.reverse { len - 1 - s } else { s })
+    }
+}
+
+/// `out[batch × n] = h[batch × hid] · R[rows r0.., hid]ᵀ` written with row stride `ld`.
+fn h_times_r<F: Acc>(
+    h: &[F],
+    r: &[F],
+    batch: usize,
+    hid: usize,
+    n: usize,
+    out: &mut [F],
+    ld: usize,
+) -> KernelResult<()> {
+    gemm(
+        Gemm {
+            m: batch,
+            k: hid,
+            n,
+            a: (hid, 1),
+            b: (1, hid),
+            c: (ld, 1),
+            accumulate: false,
+        },
+        h,
+        r,
+        out,
+    )
+}
+
+fn state<F: Copy>(v: &[F], d: usize, batch: usize, hid: usize) -> Vec<F> {
+    v[d * batch * hid..(d + 1) * batch * hid].to_vec()
+}
+
+/// One direction of RNN: Ht = f(Xt·Wᵀ + Ht-1·Rᵀ + Wb + Rb).
+pub fn rnn_dir<F: Acc>(
+    p: &Prepared<F>,
+    cfg: &DirCfg<'_, F>,
+    xw: &[F],
+    y: &mut [F],
+    yh: &mut [F],
+) -> KernelResult<()> {
+    let (seq, batch, hid, d) = (p.seq, p.batch, p.hidden, cfg.d);
+    let r = &p.r[d * hid * hid..(d + 1) * hid * hid];
+    let rb = &p.b[d * 2 * hid + hid..(d + 1) * 2 * hid];
+    let mut h = state(&p.h0, d, batch, hid);
+    let mut hr = vec![F::zero(); batch * hid];
+    for s in 0..seq {
+        h_times_r(&h, r, batch, hid, hid, &mut hr, hid)?;
+        for b in 0..batch {
+            let Some(t) = cfg.time(s, p.lens[b]) else {
+                continue;
+            };
+            let x = &xw[(t * batch + b) * hid..(t * batch + b + 1) * hid];
+            let yo = ((t * cfg.dirs + d) * batch + b) * hid;
+            for j in 0..hid {
+                let v = cfg.act(0, x[j] + hr[b * hid + j] + rb[j]);
+                h[b * hid + j] = v;
+                y[yo + j] = v;
+            }
+        }
+    }
+    yh[d * batch * hid..(d + 1) * batch * hid].copy_from_slice(&h);
+    Ok(())
+}
+
+/// One direction of GRU (gates z, r, h).
+pub fn gru_dir<F: Acc>(
+    p: &Prepared<F>,
+    cfg: &DirCfg<'_, F>,
+    xw: &[F],
+    y: &mut [F],
+    yh: &mut [F],
+) -> KernelResult<()> {
+    let (seq, batch, hid, d) = (p.seq, p.batch, p.hidden, cfg.d);
+    let gh = 3 * hid;
+    let r = &p.r[d * gh * hid..(d + 1) * gh * hid];
+    let rh = &r[2 * hid * hid..];
+    let rb = &p.b[d * 2 * gh + gh..(d + 1) * 2 * gh];
+    let lbr = cfg.linear_before_reset;
+    let mut h = state(&p.h0, d, batch, hid);
+    let mut hr = vec![F::zero(); batch * gh];
+    let mut rgate = vec![F::zero(); batch * hid];
+    let mut zgate = vec![F::zero(); batch * hid];
+    let mut rh_in = vec![F::zero(); batch * hid];
+    let mut rh_out = vec![F::zero(); batch * hid];
+    for s in 0..seq {
+        let n = if lbr { gh } else { 2 * hid };
+        h_times_r(&h, r, batch, hid, n, &mut hr, gh)?;
+        for b in 0..batch {
+            let Some(t) = cfg.time(s, p.lens[b]) else {
+                continue;
+            };
+            let x = &xw[(t * batch + b) * gh..(t * batch + b + 1) * gh];
+            let g = &hr[b * gh..(b + 1) * gh];
+            for j in 0..hid {
+                zgate[b * hid + j] = cfg.act(0, x[j] + g[j] + rb[j]);
+                let rv = cfg.act(0, x[hid + j] + g[hid + j] + rb[hid + j]);
+                rgate[b * hid + j] = rv;
+                rh_in[b * hid + j] = rv * h[b * hid + j];
+            }
+        }
+        if !lbr {
+            h_times_r(&rh_in, rh, batch, hid, hid, &mut rh_out, hid)?;
+        }
+        for b in 0..batch {
+            let Some(t) = cfg.time(s, p.lens[b]) else {
+                continue;
+            };
+            let x = &xw[(t * batch + b) * gh..(t * batch + b + 1) * gh];
+            let g = &hr[b * gh..(b + 1) * gh];
+            let yo = ((t * cfg.dirs + d) * batch + b) * hid;
+            for j in 0..hid {
+                let k = b * hid + j;
+                let pre = if lbr {
+                    x[2 * hid + j] + rgate[k] * (g[2 * hid + j] + rb[2 * hid + j])
+                } else {
+                    x[2 * hid + j] + rh_out[k] + rb[2 * hid + j]
+                };
+                let hh = cfg.act(1, pre);
+                let z = zgate[k];
+                let v = (F::one() - z) * hh + z * h[k];
+                h[k] = v;
+                y[yo + j] = v;
+            }
+        }
+    }
+    yh[d * batch * hid..(d + 1) * batch * hid].copy_from_slice(&h);
+    Ok(())
+}
+
+/// One direction of LSTM (gates i, o, f, c; peepholes i, o, f).
+pub fn lstm_dir<F: Acc>(
+    p: &Prepared<F>,
+    cfg: &DirCfg<'_, F>,
+    xw: &[F],
+    y: &mut [F],
+    yh: &mut [F],
+    yc: &mut [F],
+) -> KernelResult<()> {
+    let (seq, batch, hid, d) = (p.seq, p.batch, p.hidden, cfg.d);
+    let gh = 4 * hid;
+    let r = &p.r[d * gh * hid..(d + 1) * gh * hid];
+    let rb = &p.b[d * 2 * gh + gh..(d + 1) * 2 * gh];
+    let pp = &p.p[d * 3 * hid..(d + 1) * 3 * hid];
+    let (pi, po, pf) = (&pp[..hid], &pp[hid..2 * hid], &pp[2 * hid..]);
+    let mut h = state(&p.h0, d, batch, hid);
+    let mut c = state(&p.c0, d, batch, hid);
+    let mut hr = vec![F::zero(); batch * gh];
+    for s in 0..seq {
+        h_times_r(&h, r, batch, hid, gh, &mut hr, gh)?;
+        for b in 0..batch {
+            let Some(t) = cfg.time(s, p.lens[b]) else {
+                continue;
+            };
+            let x = &xw[(t * batch + b) * gh..(t * batch + b + 1) * gh];
+            let g = &hr[b * gh..(b + 1) * gh];
+            let yo = ((t * cfg.dirs + d) * batch + b) * hid;
+            for j in 0..hid {
+                let k = b * hid + j;
+                let pre = |q: usize| x[q * hid + j] + g[q * hid + j] + rb[q * hid + j];
+                let cp = c[k];
+                let ig = cfg.act(0, pre(0) + pi[j] * cp);
+                let fg = if cfg.input_forget {
+                    F::one() - ig
+                } else {
+                    cfg.act(0, pre(2) + pf[j] * cp)
+                };
+                let cg = cfg.act(1, pre(3));
+                let cn = fg * cp + ig * cg;
+                let og = cfg.act(0, pre(1) + po[j] * cn);
+                let hn = og * cfg.acts[2].apply(cn);
+                c[k] = cn;
+                h[k] = hn;
+                y[yo + j] = hn;
+            }
+        }
+    }
+    yh[d * batch * hid..(d + 1) * batch * hid].copy_from_slice(&h);
+    yc[d * batch * hid..(d + 1) * batch * hid].copy_from_slice(&c);
+    Ok(())
+}

@@ -1,0 +1,384 @@
+//! RNN, GRU and LSTM: attribute parsing, input checks and layout handling shared by the three
+//! ops; the cells themselves are in `cells.rs`. Everything computes in f32 (f64 for double)
+//! and is rounded to the input type at the end. `sequence_lens` follows ONNX Runtime: steps
+//! past a batch entry's length leave zeros in `Y`, `Y_h` / `Y_c` hold the state after the
+//! last valid step, and the reverse direction starts at the entry's last valid step.
+
+mod activation;
+mod cells;
+
+use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
+
+use crate::common::{gemm, read, read_ints, want_float, write, Acc, Gemm};
+pub use activation::{parse_activations, Act};
+
+/// Which recurrent op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    Rnn,
+    Gru,
+    Lstm,
+}
+
+impl Kind {
+    /// Gates per cell.
+    fn gates(self) -> usize {
+        match self {
+            Kind::Rnn => 1,
+            Kind::Gru => 3,
+            Kind::Lstm => 4,
+        }
+    }
+
+    fn default_acts(self) -> &'static [&'static str] {
+        match self {
+            Kind::Rnn => &["Tanh"],
+            Kind::Gru => &["Sigmoid", "Tanh"],
+            Kind::Lstm => &["Sigmoid", "Tanh", "Tanh"],
+        }
+    }
+}
+
+/// A built RNN / GRU / LSTM kernel.
+pub struct Recurrent {
+    kind: Kind,
+    dirs: usize,
+    reverse: bool,
+    hidden: Option<usize>,
+    batch_first: bool,
+    clip: Option<f32>,
+    acts: Vec<Act>,
+    input_forget: bool,
+    linear_before_reset: bool,
+}
+
+fn build(init: &KernelInit<'_>, kind: Kind) -> KernelResult<Box<dyn Kernel>> {
+    let (dirs, reverse) = match init.str_or("direction", "forward")? {
+        "forward" => (1, false),
+        "reverse" => (1, true),
+        "bidirectional" => (2, false),
+        other => {
+            return Err(KernelError::attr(
+                "direction",
+                format!("{other:?} is not forward, reverse or bidirectional"),
+            ))
+        }
+    };
+    let hidden = match init.int_opt("hidden_size")? {
+        Some(h) if h <= 0 => return Err(KernelError::attr("hidden_size", "must be positive")),
+        h => h.map(|h| h as usize),
+    };
+    let layout = init.int_or("layout", 0)?;
+    if !(0..=1).contains(&layout) {
+        return Err(KernelError::attr(
+            "layout",
+            format!("{layout} is not 0 or 1"),
+        ));
+    }
+    let clip = init.float_opt("clip")?;
+    if clip.is_some_and(|c| c.is_nan() || c < 0.0) {
+        return Err(KernelError::attr("clip", "must be nonnegative"));
+    }
+    let acts = parse_activations(
+        init.strings_opt("activations")?,
+        init.floats_opt("activation_alpha")?,
+        init.floats_opt("activation_beta")?,
+        kind.default_acts(),
+        dirs,
+    )?;
+    Ok(Box::new(Recurrent {
+        kind,
+        dirs,
+        reverse,
+        hidden,
+        batch_first: layout == 1,
+        clip,
+        acts,
+        input_forget: init.int_or("input_forget", 0)? != 0,
+        linear_before_reset: init.int_or("linear_before_reset", 0)? != 0,
+    }))
+}
+
+/// Builds an RNN kernel.
+pub fn rnn(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    build(init, Kind::Rnn)
+}
+
+/// Builds a GRU kernel.
+pub fn gru(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    build(init, Kind::Gru)
+}
+
+/// Builds an LSTM kernel.
+pub fn lstm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    build(init, Kind::Lstm)
+}
+
+/// The inputs of one call, checked, in compute type and (seq, batch, …) layout.
+pub struct Prepared<F> {
+    pub seq: usize,
+    pub batch: usize,
+    pub input: usize,
+    pub hidden: usize,
+    pub x: Vec<F>,
+    pub w: Vec<F>,
+    pub r: Vec<F>,
+    /// (dirs, 2·gates·hidden), zeros when absent.
+    pub b: Vec<F>,
+    pub lens: Vec<usize>,
+    /// (dirs, batch, hidden)
+    pub h0: Vec<F>,
+    pub c0: Vec<F>,
+    /// (dirs, 3·hidden), zeros when absent.
+    pub p: Vec<F>,
+}
+
+fn check_shape(t: &TensorRef<'_>, name: &str, want: &[usize]) -> KernelResult<()> {
+    if t.shape() != want {
+        return Err(KernelError::invalid(format!(
+            "{name} has shape {:?}, expected {want:?}",
+            t.shape()
+        )));
+    }
+    Ok(())
+}
+
+/// (a, b, c) → (b, a, c).
+fn swap01<F: Copy>(v: &[F], a: usize, b: usize, c: usize) -> Vec<F> {
+    let mut out = Vec::with_capacity(v.len());
+    for j in 0..b {
+        for i in 0..a {
+            out.extend_from_slice(&v[(i * b + j) * c..(i * b + j + 1) * c]);
+        }
+    }
+    out
+}
+
+impl Recurrent {
+    fn prepare<F: Acc>(&self, ctx: &KernelCtx<'_>) -> KernelResult<Prepared<F>> {
+        let x = ctx.input(0)?;
+        let w = ctx.input(1)?;
+        let r = ctx.input(2)?;
+        for (t, n) in [(&x, "X"), (&w, "W"), (&r, "R")] {
+            want_float(t, n)?;
+        }
+        let xs = x.shape();
+        if xs.len() != 3 {
+            return Err(KernelError::invalid(format!("X must be 3-D, got {xs:?}")));
+        }
+        let (seq, batch) = if self.batch_first {
+            (xs[1], xs[0])
+        } else {
+            (xs[0], xs[1])
+        };
+        let input = xs[2];
+        let g = self.kind.gates();
+        let ws = w.shape();
+        if ws.len() != 3 || ws[1] % g != 0 {
+            return Err(KernelError::invalid(format!("W has shape {ws:?}")));
+        }
+        let hidden = ws[1] / g;
+        if let Some(h) = self.hidden {
+            if h != hidden {
+                return Err(KernelError::invalid(format!(
+                    "W has shape {ws:?}, which does not fit hidden_size {h}"
+                )));
+            }
+        }
+        let dirs = self.dirs;
+        check_shape(&w, "W", &[dirs, g * hidden, input])?;
+        check_shape(&r, "R", &[dirs, g * hidden, hidden])?;
+        let mut xv = read::<F>(&x)?;
+        if self.batch_first {
+            xv = swap01(&xv, batch, seq, input);
+        }
+        let b = match ctx.opt_input(3)? {
+            Some(t) => {
+                check_shape(&t, "B", &[dirs, 2 * g * hidden])?;
+                read::<F>(&t)?
+            }
+            None => vec![F::zero(); dirs * 2 * g * hidden],
+        };
+        let lens = match ctx.opt_input(4)? {
+            Some(t) => {
+                check_shape(&t, "sequence_lens", &[batch])?;
+                read_ints(&t, "sequence_lens")?
+                    .into_iter()
+                    .map(|l| {
+                        usize::try_from(l)
+                            .ok()
+                            .filter(|&l| l <= seq)
+                            .ok_or_else(|| {
+                                KernelError::invalid(format!(
+                                    "sequence_lens value {l} is outside [0, {seq}]"
+                                ))
+                            })
+                    })
+                    .collect::<KernelResult<Vec<_>>>()?
+            }
+            None => vec![seq; batch],
+        };
+        let state = |i: usize, name: &str| -> KernelResult<Vec<F>> {
+            match ctx.opt_input(i)? {
+                Some(t) => {
+                    let want = if self.batch_first {
+                        [batch, dirs, hidden]
+                    } else {
+                        [dirs, batch, hidden]
+                    };
+                    check_shape(&t, name, &want)?;
+                    let v = read::<F>(&t)?;
+                    Ok(if self.batch_first {
+                        swap01(&v, batch, dirs, hidden)
+                    } else {
+                        v
+                    })
+                }
+                None => Ok(vec![F::zero(); dirs * batch * hidden]),
+            }
+        };
+        let h0 = state(5, "initial_h")?;
+        let (c0, p) = if self.kind == Kind::Lstm {
+            let c0 = state(6, "initial_c")?;
+            let p = match ctx.opt_input(7)? {
+                Some(t) => {
+                    check_shape(&t, "P", &[dirs, 3 * hidden])?;
+                    read::<F>(&t)?
+                }
+                None => vec![F::zero(); dirs * 3 * hidden],
+            };
+            (c0, p)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(Prepared {
+            seq,
+            batch,
+            input,
+            hidden,
+            x: xv,
+            w: read::<F>(&w)?,
+            r: read::<F>(&r)?,
+            b,
+            lens,
+            h0,
+            c0,
+            p,
+        })
+    }
+
+    fn run<F: Acc>(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let p = self.prepare::<F>(ctx)?;
+        let (seq, batch, hid, dirs) = (p.seq, p.batch, p.hidden, self.dirs);
+        let mut y = vec![F::zero(); seq * dirs * batch * hid];
+        let mut yh = vec![F::zero(); dirs * batch * hid];
+        let mut yc = vec![
+            F::zero();
+            if self.kind == Kind::Lstm {
+                dirs * batch * hid
+            } else {
+                0
+            }
+        ];
+        let per = self.kind.default_acts().len();
+        for d in 0..dirs {
+            let reverse = self.reverse || d == 1;
+            let cfg = cells::DirCfg {
+                d,
+                dirs,
+                reverse,
+                acts: &self.acts[d * per..(d + 1) * per],
+                clip: self.clip.map(|c| F::of(c as f64)),
+                input_forget: self.input_forget,
+                linear_before_reset: self.linear_before_reset,
+            };
+            let xw = input_projection(&p, d, self.kind.gates())?;
+            match self.kind {
+                Kind::Rnn => cells::rnn_dir(&p, &cfg, &xw, &mut y, &mut yh)?,
+                Kind::Gru => cells::gru_dir(&p, &cfg, &xw, &mut y, &mut yh)?,
+                Kind::Lstm => cells::lstm_dir(&p, &cfg, &xw, &mut y, &mut yh, &mut yc)?,
+            }
+        }
+        let dt = ctx.input(0)?.dtype();
+        let n_out = ctx.output_count();
+        if n_out > 0 && ctx.output_used(0) {
+            if self.batch_first {
+                // (seq, dirs, batch, H) → (batch, seq, dirs, H)
+                let mut t = Vec::with_capacity(y.len());
+                for b in 0..batch {
+                    for s in 0..seq {
+                        for d in 0..dirs {
+                            let off = ((s * dirs + d) * batch + b) * hid;
+                            t.extend_from_slice(&y[off..off + hid]);
+                        }
+                    }
+                }
+                write(ctx, 0, dt, &[batch, seq, dirs, hid], &t)?;
+            } else {
+                write(ctx, 0, dt, &[seq, dirs, batch, hid], &y)?;
+            }
+        }
+        let states = [(1, &yh), (2, &yc)];
+        for (i, v) in states {
+            if i >= n_out || !ctx.output_used(i) || (i == 2 && self.kind != Kind::Lstm) {
+                continue;
+            }
+            if self.batch_first {
+                write(
+                    ctx,
+                    i,
+                    dt,
+                    &[batch, dirs, hid],
+                    &swap01(v, dirs, batch, hid),
+                )?;
+            } else {
+                write(ctx, i, dt, &[dirs, batch, hid], v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// X·W_dᵀ + Wb_d for every step: (seq·batch, gates·hidden).
+fn input_projection<F: Acc>(p: &Prepared<F>, d: usize, gates: usize) -> KernelResult<Vec<F>> {
+    let gh = gates * p.hidden;
+    let rows = p.seq * p.batch;
+    let mut xw = vec![F::zero(); rows * gh];
+    let w = &p.w[d * gh * p.input..(d + 1) * gh * p.input];
+    gemm(
+        Gemm {
+            m: rows,
+            k: p.input,
+            n: gh,
+            a: (p.input, 1),
+            b: (1, p.input),
+            c: (gh, 1),
+            accumulate: false,
+        },
+        &p.x,
+        w,
+        &mut xw,
+    )?;
+    let wb = &p.b[d * 2 * gh..d * 2 * gh + gh];
+    for row in xw.chunks_exact_mut(gh.max(1)) {
+        for (v, &b) in row.iter_mut().zip(wb) {
+            *v = *v + b;
+        }
+    }
+    Ok(xw)
+}
+
+impl Kernel for Recurrent {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        if ctx.input(0)?.dtype() == DType::Double {
+            self.run::<f64>(ctx)
+        } else {
+            self.run::<f32>(ctx)
+        }
+    }
+}
+
+#[cfg(test)]
+mod test_data;
+#[cfg(test)]
+mod tests;

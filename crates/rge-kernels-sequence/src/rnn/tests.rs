@@ -1,0 +1,157 @@
+//! Cell tests against NumPy-computed values, and bad-input checks.
+
+use rge_kernels::{run_owned, Tensor, Value};
+
+use super::test_data::*;
+use super::*;
+
+fn kernel(kind: Kind, dirs: usize, reverse: bool, acts: Vec<Act>) -> Recurrent {
+    Recurrent {
+        kind,
+        dirs,
+        reverse,
+        hidden: Some(2),
+        batch_first: false,
+        clip: None,
+        acts,
+        input_forget: false,
+        linear_before_reset: false,
+    }
+}
+
+fn t(shape: &[usize], v: &[f32]) -> Value {
+    Value::Tensor(Tensor::from_slice(shape, v).unwrap())
+}
+
+fn run(k: &Recurrent, ins: &[Option<Value>], n_out: usize) -> KernelResult<Vec<Vec<f32>>> {
+    let refs: Vec<Option<&Value>> = ins.iter().map(Option::as_ref).collect();
+    let outs = run_owned(k, &refs, n_out, 1, None)?;
+    Ok(outs
+        .into_iter()
+        .map(|o| match o {
+            Some(Value::Tensor(t)) => t.as_slice::<f32>().unwrap().to_vec(),
+            _ => Vec::new(),
+        })
+        .collect())
+}
+
+fn close(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-5 + 1e-4 * w.abs(),
+            "element {i}: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn lstm_bidirectional_with_lengths_peepholes_and_clip() {
+    let mut k = kernel(
+        Kind::Lstm,
+        2,
+        false,
+        [Act::Sigmoid, Act::Tanh, Act::Tanh].repeat(2),
+    );
+    k.clip = Some(0.8);
+    let lens = Value::Tensor(Tensor::from_vec(&[3], vec![3i32, 2, 1]).unwrap());
+    let ins = vec![
+        Some(t(&[3, 3, 2], L_X)),
+        Some(t(&[2, 8, 2], L_W)),
+        Some(t(&[2, 8, 2], L_R)),
+        Some(t(&[2, 16], L_B)),
+        Some(lens),
+        Some(t(&[2, 3, 2], L_H0)),
+        Some(t(&[2, 3, 2], L_C0)),
+        Some(t(&[2, 6], L_P)),
+    ];
+    let out = run(&k, &ins, 3).unwrap();
+    close(&out[0], L_Y);
+    close(&out[1], L_YH);
+    close(&out[2], L_YC);
+}
+
+#[test]
+fn gru_reverse_linear_before_reset_with_activation_params() {
+    let mut k = kernel(
+        Kind::Gru,
+        1,
+        true,
+        vec![Act::HardSigmoid(0.3, 0.4), Act::Softsign],
+    );
+    k.linear_before_reset = true;
+    let lens = Value::Tensor(Tensor::from_vec(&[3], vec![2i64, 3, 1]).unwrap());
+    let ins = vec![
+        Some(t(&[3, 3, 2], G_X)),
+        Some(t(&[1, 6, 2], G_W)),
+        Some(t(&[1, 6, 2], G_R)),
+        Some(t(&[1, 12], G_B)),
+        Some(lens),
+        Some(t(&[1, 3, 2], G_H0)),
+    ];
+    let out = run(&k, &ins, 2).unwrap();
+    close(&out[0], G_Y);
+    close(&out[1], G_YH);
+}
+
+#[test]
+fn rnn_bidirectional_per_direction_activations_and_batch_first() {
+    let k = kernel(Kind::Rnn, 2, false, vec![Act::LeakyRelu(0.2), Act::Relu]);
+    let ins = vec![
+        Some(t(&[3, 3, 2], R_X)),
+        Some(t(&[2, 2, 2], R_W)),
+        Some(t(&[2, 2, 2], R_R)),
+        Some(t(&[2, 4], R_B)),
+    ];
+    let out = run(&k, &ins, 2).unwrap();
+    close(&out[0], R_Y);
+    close(&out[1], R_YH);
+
+    // layout = 1: the same data, batch first.
+    let mut kb = kernel(Kind::Rnn, 2, false, vec![Act::LeakyRelu(0.2), Act::Relu]);
+    kb.batch_first = true;
+    let xb = swap01(R_X, 3, 3, 2);
+    let mut ins_b = ins.clone();
+    ins_b[0] = Some(t(&[3, 3, 2], &xb));
+    let out_b = run(&kb, &ins_b, 2).unwrap();
+    // Y: (seq, dirs, batch, H) → (batch, seq, dirs, H)
+    let mut want = Vec::new();
+    for b in 0..3 {
+        for s in 0..3 {
+            for d in 0..2 {
+                let o = ((s * 2 + d) * 3 + b) * 2;
+                want.extend_from_slice(&R_Y[o..o + 2]);
+            }
+        }
+    }
+    close(&out_b[0], &want);
+    close(&out_b[1], &swap01(R_YH, 2, 3, 2));
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let k = kernel(Kind::Rnn, 1, false, vec![Act::Tanh]);
+    let x = t(&[3, 3, 2], R_X);
+    let w = t(&[1, 2, 2], &R_W[..4]);
+    let r = t(&[1, 2, 2], &R_R[..4]);
+    // R of the wrong shape.
+    let bad_r = t(&[1, 2, 3], &[0.0; 6]);
+    assert!(run(&k, &[Some(x.clone()), Some(w.clone()), Some(bad_r)], 2).is_err());
+    // sequence_lens out of range.
+    let lens = Value::Tensor(Tensor::from_vec(&[3], vec![1i32, 4, 2]).unwrap());
+    let ins = [
+        Some(x.clone()),
+        Some(w.clone()),
+        Some(r.clone()),
+        None,
+        Some(lens),
+    ];
+    assert!(run(&k, &ins, 2).is_err());
+    // hidden_size disagreeing with W.
+    let mut k3 = kernel(Kind::Rnn, 1, false, vec![Act::Tanh]);
+    k3.hidden = Some(3);
+    assert!(run(&k3, &[Some(x.clone()), Some(w.clone()), Some(r.clone())], 2).is_err());
+    // X of rank 2.
+    let x2 = t(&[9, 2], R_X);
+    assert!(run(&k, &[Some(x2), Some(w), Some(r)], 2).is_err());
+}
