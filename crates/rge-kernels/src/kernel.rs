@@ -289,8 +289,11 @@ impl<'a> KernelCtx<'a> {
     pub fn output<T: Elem>(&mut self, i: usize, shape: &[usize]) -> KernelResult<&'a mut [T]> {
         let bytes = self.output_bytes(i, T::DTYPE, shape)?;
         if T::DTYPE == DType::Bool {
-            // Planned memory may hold old bytes that are not valid bools.
-            bytes.fill(0);
+            // Planned memory may hold old bytes that are not valid bools; normalizing (rather
+            // than zeroing) keeps an in-place input's bools intact.
+            for b in bytes.iter_mut() {
+                *b = u8::from(*b != 0);
+            }
         }
         cast_slice_mut(bytes).ok_or_else(|| KernelError::Output {
             index: i,

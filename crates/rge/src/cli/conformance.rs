@@ -1,0 +1,111 @@
+//! `rge conformance DIR [--filter REGEX] [--json] [--min-pass N]`: runs ONNX backend node-test
+//! folders through the whole pipeline (import, infer, place, partition, compile, run) and
+//! compares with the stored outputs by ONNX Runtime's rule (rge-conformance). Prints one line per
+//! failing test with the reason, then `N passed, N failed`.
+
+use std::path::Path;
+
+use rge_conformance::{list_tests, run_suite, NodeTest, Outcome, Tolerance};
+use rge_kernels::Value;
+use rge_runtime::{Session, SessionOptions};
+use serde_json::json;
+
+use super::{CliError, CliResult};
+
+/// Tests that cannot pass for a reason outside rge, with the reason (conformance/known_failures.txt).
+pub const KNOWN_FAILURES: &str = include_str!("../../../../conformance/known_failures.txt");
+
+/// (test name, reason) of every listed test.
+pub fn known_failures() -> Vec<(&'static str, &'static str)> {
+    KNOWN_FAILURES
+        .lines()
+        .filter_map(|l| {
+            let (name, why) = l.split_once('#').unwrap_or((l, ""));
+            let name = name.trim();
+            (!name.is_empty()).then_some((name, why.trim()))
+        })
+        .collect()
+}
+
+/// Options of a run.
+pub struct ConformanceArgs<'a> {
+    pub dir: &'a Path,
+    pub filter: Option<&'a str>,
+    pub json: bool,
+    /// Fail (exit 1) when fewer tests pass.
+    pub min_pass: Option<usize>,
+    /// Test-level parallelism (0: one per core).
+    pub jobs: usize,
+}
+
+fn session() -> Result<Session, String> {
+    let options = SessionOptions::with_kernels(crate::kernels::default_kernels());
+    Session::new(options).map_err(|e| e.to_string())
+}
+
+pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
+    if !args.dir.is_dir() {
+        return Err(CliError::new(format!(
+            "{}: not a folder of ONNX node tests (scripts/gen_onnx_node_tests.sh makes one)",
+            args.dir.display()
+        )));
+    }
+    let dirs = list_tests(args.dir, args.filter).map_err(CliError::new)?;
+    let session = session().map_err(CliError::new)?;
+    let runner = |test: &NodeTest, inputs: &[Value]| -> Result<Vec<Value>, String> {
+        let model = session
+            .compile_graph(test.model.graph.clone())
+            .map_err(|e| e.to_string())?;
+        model.run(inputs).map_err(|e| e.to_string())
+    };
+    let covered = |_: &NodeTest| Ok(());
+    let jobs = if args.jobs == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        args.jobs
+    };
+    let report = run_suite(&dirs, Tolerance::default(), &covered, &runner, jobs);
+    let known = known_failures();
+    let reason_listed = |name: &str| known.iter().find(|k| k.0 == name).map(|k| k.1);
+    let passed = report.passed();
+    let failed = report.failed();
+    let mut out = String::new();
+    if args.json {
+        let results: Vec<_> = report
+            .results
+            .iter()
+            .map(|(name, o)| match o {
+                Outcome::Passed => json!({"name": name, "status": "passed"}),
+                Outcome::Failed(why) => json!({
+                    "name": name, "status": "failed", "reason": why,
+                    "known": reason_listed(name),
+                }),
+                Outcome::Uncovered(ops) => json!({"name": name, "status": "uncovered", "ops": ops}),
+            })
+            .collect();
+        out = serde_json::to_string_pretty(&json!({
+            "passed": passed,
+            "failed": failed.len(),
+            "results": results,
+        }))
+        .map_err(CliError::new)?;
+        out.push('\n');
+    } else {
+        for (name, why) in &failed {
+            match reason_listed(name) {
+                Some(k) => out.push_str(&format!("{name}: {why} (known: {k})\n")),
+                None => out.push_str(&format!("{name}: {why}\n")),
+            }
+        }
+        out.push_str(&format!("{passed} passed, {} failed\n", failed.len()));
+    }
+    if let Some(min) = args.min_pass {
+        if passed < min {
+            print!("{out}");
+            return Err(CliError::new(format!(
+                "{passed} node tests passed, below the floor of {min}"
+            )));
+        }
+    }
+    Ok(out)
+}
