@@ -175,6 +175,11 @@ impl Tensor {
         &self.data
     }
 
+    /// The data, taken (a runtime recycles the buffer).
+    pub fn into_data(self) -> TensorData {
+        self.data
+    }
+
     /// A borrowed view.
     pub fn view(&self) -> TensorRef<'_> {
         TensorRef {

@@ -1,1 +1,36 @@
-//! rge runtime (engines.md §4.6).
+//! rge runtime (engines.md §4.6): lowering through node converters into an execution graph,
+//! static memory planning in one arena, executors (sequential, topological, parallel, priority,
+//! stream), the Session, the single-op API and saved compiled models. Page: `docs/runtime.md`.
+
+pub mod allocator;
+mod assemble;
+pub mod converters;
+pub mod engines;
+pub mod error;
+pub mod exec;
+pub mod fold;
+mod frame;
+pub mod io;
+pub mod kernels;
+pub mod lower;
+pub mod model;
+mod phony;
+pub mod plan;
+pub mod profile;
+pub mod program;
+pub mod saved;
+pub mod session;
+pub mod single_op;
+
+pub use converters::{Converter, ConverterRegistry, Placement};
+pub use engines::{manager_for, pipeline_for, LOCAL_OPS};
+pub use error::{RuntimeError, RuntimeResult};
+pub use exec::{run_program, ExecutorKind, RunOptions};
+pub use fold::{fold_constants, FoldOptions, FoldReport};
+pub use model::Model;
+pub use plan::MemoryPlan;
+pub use profile::Profiler;
+pub use program::Program;
+pub use saved::{is_compiled_model, save_model};
+pub use session::{Session, SessionOptions};
+pub use single_op::{OpSpec, SingleOp};

@@ -1,10 +1,13 @@
 //! The engines rge has today, as an engine manager for the command line and the pipeline.
 //!
 //! The destination table is in docs/engines.md; what is registered here is what runs now:
-//! `local` (GE_LOCAL, cost 9) for the no-compute ops, `cpu` (AI CPU Ascend, cost 3) for every
-//! op type the op registry knows, and `host` (Host CPU, cost 10, HOST runtime) as the last
-//! resort and host-exec target. The kernels behind them are the runtime issues' work; placement
-//! and partitioning only need each engine's claims.
+//! `local` (GE_LOCAL, cost 9) for the no-compute ops, `cpu` (AI CPU Ascend, cost 3) and `host`
+//! (Host CPU, cost 10, HOST runtime) as the last resort and host-exec target.
+//!
+//! Two flavours: [`runtime_manager`] / [`runtime_pipeline`] claim exactly the op types with a
+//! kernel in [`crate::kernels::default_kernels`] (what `rge run` and `rge compile` use, built by
+//! `rge_runtime::manager_for`); [`default_manager`] / [`default_pipeline`] claim every op type
+//! the op registry knows, for the commands that only place and partition.
 
 use std::sync::Arc;
 
@@ -13,23 +16,24 @@ use rge_engine::{BasicEngine, TableStore};
 use rge_ops::OpRegistry;
 
 /// Op types the local engine runs without computing: graph I/O, constants, views.
-pub const LOCAL_OPS: &[&str] = &[
-    "Data",
-    "RefData",
-    "Const",
-    "Constant",
-    "NetOutput",
-    "NoOp",
-    "Identity",
-    "Reshape",
-    "Squeeze",
-    "Unsqueeze",
-    "Flatten",
-    "PhonyConcat",
-    "PhonySplit",
-    "PlaceHolder",
-    "End",
-];
+pub use rge_runtime::engines::LOCAL_OPS;
+
+/// The engine manager of the runtime: `local`, and `cpu`/`host` claiming the op types of the
+/// default kernels (and the runtime's control-flow kernels).
+pub fn runtime_manager() -> rge_runtime::RuntimeResult<Arc<EngineManager>> {
+    rge_runtime::manager_for(&crate::kernels::default_kernels())
+}
+
+/// The compile pipeline of the runtime: rge-ops' inference, then [`runtime_manager`]'s engines.
+pub fn runtime_pipeline(
+    options: rge_compiler::CompileOptions,
+) -> rge_runtime::RuntimeResult<rge_compiler::Pipeline> {
+    rge_runtime::pipeline_for(
+        &crate::kernels::default_kernels(),
+        OpRegistry::builtin(),
+        options,
+    )
+}
 
 fn engine(name: &str, store: TableStore) -> BasicEngine {
     BasicEngine::standard(name)

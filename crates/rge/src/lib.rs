@@ -5,8 +5,11 @@ pub use rge_compiler as compiler;
 pub use rge_engine as engine;
 pub use rge_formats as formats;
 pub use rge_ir as ir;
+pub use rge_kernels as kernel_core;
 pub use rge_ops as ops;
+pub use rge_runtime as runtime;
 
 pub mod cli;
 pub mod engines;
+pub mod kernels;
 pub mod model;

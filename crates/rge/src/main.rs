@@ -61,6 +61,46 @@ enum Command {
     },
     /// Convert between .onnx, GE ModelDef .pb/.txt/.pbtxt, .dump and .dot (by extension).
     Convert { input: PathBuf, output: PathBuf },
+    /// Compile (or load a compiled model) and run it; inputs from .npy/.pb, random otherwise.
+    Run {
+        model: PathBuf,
+        /// NAME=FILE (.npy or ONNX TensorProto .pb); repeatable.
+        #[arg(long = "input")]
+        inputs: Vec<String>,
+        /// Write every output as DIR/NAME.npy.
+        #[arg(long)]
+        output_dir: Option<PathBuf>,
+        /// sequential, topological, parallel, priority or stream.
+        #[arg(long)]
+        executor: Option<String>,
+        /// Worker threads of the parallel executor.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Write a Chrome trace of the run.
+        #[arg(long)]
+        profile: Option<PathBuf>,
+    },
+    /// Compile a model and write the compiled model (run it with `rge run OUT`).
+    Compile {
+        model: PathBuf,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Run ONNX backend node-test folders through the whole pipeline and compare outputs.
+    Conformance {
+        dir: PathBuf,
+        /// Only tests whose folder name matches this regex.
+        #[arg(long)]
+        filter: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Exit with an error when fewer tests pass (CI's floor).
+        #[arg(long)]
+        min_pass: Option<usize>,
+        /// Tests run at once (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        jobs: usize,
+    },
     /// Print node names in topological order.
     Sort {
         file: PathBuf,
@@ -98,6 +138,35 @@ fn main() -> ExitCode {
             cli::engines::partition(&file, dot.as_deref(), json)
         }
         Command::Convert { input, output } => cli::convert::run(&input, &output),
+        Command::Run {
+            model,
+            inputs,
+            output_dir,
+            executor,
+            threads,
+            profile,
+        } => cli::run::run(&cli::run::RunArgs {
+            model,
+            inputs,
+            output_dir,
+            executor,
+            threads,
+            profile,
+        }),
+        Command::Compile { model, output } => cli::compile::run(&model, &output),
+        Command::Conformance {
+            dir,
+            filter,
+            json,
+            min_pass,
+            jobs,
+        } => cli::conformance::run(&cli::conformance::ConformanceArgs {
+            dir: &dir,
+            filter: filter.as_deref(),
+            json,
+            min_pass,
+            jobs,
+        }),
         Command::Sort {
             file,
             mode,

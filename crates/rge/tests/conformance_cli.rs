@@ -77,9 +77,21 @@ fn add_test(root: &Path) -> PathBuf {
     };
     std::fs::write(dir.join("model.onnx"), model.encode_to_vec()).unwrap();
     let set = dir.join("test_data_set_0");
-    std::fs::write(set.join("input_0.pb"), floats("a", &[1.0, 2.0, 3.0]).encode_to_vec()).unwrap();
-    std::fs::write(set.join("input_1.pb"), floats("b", &[0.5, 0.5, 0.5]).encode_to_vec()).unwrap();
-    std::fs::write(set.join("output_0.pb"), floats("y", &[1.5, 2.5, 3.5]).encode_to_vec()).unwrap();
+    std::fs::write(
+        set.join("input_0.pb"),
+        floats("a", &[1.0, 2.0, 3.0]).encode_to_vec(),
+    )
+    .unwrap();
+    std::fs::write(
+        set.join("input_1.pb"),
+        floats("b", &[0.5, 0.5, 0.5]).encode_to_vec(),
+    )
+    .unwrap();
+    std::fs::write(
+        set.join("output_0.pb"),
+        floats("y", &[1.5, 2.5, 3.5]).encode_to_vec(),
+    )
+    .unwrap();
     dir
 }
 
@@ -126,7 +138,11 @@ fn missing_file_and_wrong_dtype_are_failures_with_reasons() {
         int64_data: vec![1, 2, 3],
         ..Default::default()
     };
-    std::fs::write(dir.join("test_data_set_0/output_0.pb"), wrong.encode_to_vec()).unwrap();
+    std::fs::write(
+        dir.join("test_data_set_0/output_0.pb"),
+        wrong.encode_to_vec(),
+    )
+    .unwrap();
     let out = run(&args(&root)).unwrap();
     assert!(out.contains("dtype FLOAT, expected INT64"), "{out}");
 
@@ -144,7 +160,11 @@ fn floor_and_missing_folder_are_errors() {
         ..args(&root)
     })
     .unwrap_err();
-    assert!(err.message.contains("below the floor of 2"), "{}", err.message);
+    assert!(
+        err.message.contains("below the floor of 2"),
+        "{}",
+        err.message
+    );
     let err = run(&args(&root.join("nope"))).unwrap_err();
     assert!(err.message.contains("not a folder"), "{}", err.message);
 }

@@ -1,9 +1,12 @@
 //! The `rge` commands as functions that return their output, so tests can call them.
 
+pub mod compile;
+pub mod conformance;
 pub mod convert;
 pub mod engines;
 pub mod inspect;
 pub mod ops;
+pub mod run;
 pub mod shapes;
 pub mod sort;
 

@@ -1,0 +1,229 @@
+//! Assembling a lowered graph into a [`Program`]: readers and lifetimes, buffers (views,
+//! PhonyConcat regions, in-place outputs), the memory plan, storage of every slot, and the step
+//! dependencies (data, control, memory reuse) with each step's critical path.
+
+use std::sync::Mutex;
+
+use hashbrown::HashMap;
+
+use rge_ir::{ComputeGraph, GraphId};
+
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::lower::Lowering;
+use crate::plan::{self, BufferReq, MemoryPlan};
+use crate::program::{Program, Storage};
+
+/// Plans memory and gathers dependencies.
+pub(crate) fn finish(
+    cx: Lowering<'_>,
+    g: GraphId,
+    graph: &ComputeGraph,
+    mut deps: Vec<(u32, u32)>,
+) -> RuntimeResult<Program> {
+    let Lowering {
+        mut slots,
+        root_of,
+        planned,
+        rel,
+        concats,
+        steps,
+        consts,
+        inputs,
+        outputs,
+        views,
+        ..
+    } = cx;
+    let ns = slots.len();
+    let nsteps = steps.len();
+    // Readers and last use of every root slot.
+    let mut readers: Vec<Vec<u32>> = vec![Vec::new(); ns];
+    let mut last: Vec<u32> = vec![0; ns];
+    for (si, st) in steps.iter().enumerate() {
+        for &s in st.inputs.iter().flatten() {
+            let r = root_of[s as usize] as usize;
+            if readers[r].last() != Some(&(si as u32)) {
+                readers[r].push(si as u32);
+            }
+            last[r] = last[r].max(si as u32);
+            if let Some(p) = slots[r].producer {
+                deps.push((p, si as u32));
+            }
+        }
+    }
+    for (i, s) in slots.iter().enumerate() {
+        if let Some(p) = s.producer {
+            last[i] = last[i].max(p);
+        }
+    }
+    for s in outputs.iter().filter_map(|o| o.1) {
+        last[root_of[s as usize] as usize] = u32::MAX;
+    }
+    // Buffers: one per planned root, merged for in-place outputs.
+    let mut buf_of: Vec<u32> = (0..ns as u32).collect();
+    let mut buf_rel: Vec<usize> = vec![0; ns];
+    let mut buf_last = last.clone();
+    // PhonyConcat: each input is a region of the output's buffer.
+    for (out, parts) in &concats {
+        for &(r, at) in parts {
+            if buf_of[r as usize] != r {
+                return Err(RuntimeError::Other(format!(
+                    "`{}` feeds two PhonyConcat nodes: it cannot live in both",
+                    slots[r as usize].name
+                )));
+            }
+            buf_of[r as usize] = *out;
+            buf_rel[r as usize] = at;
+            buf_last[*out as usize] = buf_last[*out as usize].max(last[r as usize]);
+        }
+    }
+    let mut in_place = 0usize;
+    for (si, st) in steps.iter().enumerate() {
+        let Some((i, o)) = st.kernel.reuse_input() else {
+            continue;
+        };
+        let (Some(Some(src)), Some(&out)) = (st.inputs.get(i), st.outputs.get(o)) else {
+            continue;
+        };
+        let r = root_of[*src as usize] as usize;
+        let b = buf_of[r] as usize;
+        let out = out as usize;
+        let src = *src as usize;
+        if !planned[r]
+            || !planned[out]
+            || buf_last[b] != si as u32
+            || slots[src].bytes != slots[out].bytes
+            || slots[src].dtype != slots[out].dtype
+        {
+            continue;
+        }
+        buf_of[out] = b as u32;
+        buf_rel[out] = buf_rel[r] + rel[src];
+        buf_last[b] = buf_last[b].max(last[out]);
+        in_place += 1;
+    }
+    let mut members: HashMap<u32, Vec<u32>> = HashMap::new();
+    for r in 0..ns {
+        if planned[r] && root_of[r] as usize == r {
+            members.entry(buf_of[r]).or_default().push(r as u32);
+        }
+    }
+    let mut bufs: Vec<u32> = members.keys().copied().collect();
+    bufs.sort_unstable();
+    let reqs: Vec<BufferReq> = bufs
+        .iter()
+        .map(|b| {
+            let m = &members[b];
+            let mut writers: Vec<u32> = m
+                .iter()
+                .filter_map(|&s| slots[s as usize].producer)
+                .collect();
+            writers.sort_unstable();
+            writers.dedup();
+            let mut rd: Vec<u32> = m
+                .iter()
+                .flat_map(|&s| readers[s as usize].iter().copied())
+                .collect();
+            rd.sort_unstable();
+            rd.dedup();
+            BufferReq {
+                size: m
+                    .iter()
+                    .map(|&s| buf_rel[s as usize] + slots[s as usize].bytes)
+                    .max()
+                    .unwrap_or(0),
+                def: writers.first().copied().unwrap_or(0),
+                last: buf_last[*b as usize],
+                writers,
+                readers: rd,
+            }
+        })
+        .collect();
+    // In-place writers wait for the other readers of the buffer they write over.
+    for r in &reqs {
+        for &w in r.writers.iter().skip(1) {
+            deps.extend(r.readers.iter().filter(|&&x| x < w).map(|&x| (x, w)));
+        }
+    }
+    let (offsets, arena) = plan::place(&reqs);
+    let bound = plan::lower_bound(&reqs, nsteps);
+    deps.extend(plan::memory_deps(&reqs, &offsets));
+    let mut buf_offset: HashMap<u32, usize> = HashMap::new();
+    for (k, b) in bufs.iter().enumerate() {
+        buf_offset.insert(*b, offsets[k]);
+    }
+    // Storage of every slot.
+    let mut dynamic_readers = Vec::new();
+    let mut is_output = vec![false; ns];
+    for s in outputs.iter().filter_map(|o| o.1) {
+        is_output[root_of[s as usize] as usize] = true;
+    }
+    let mut read_count = vec![0u32; ns];
+    for st in &steps {
+        for &s in st.inputs.iter().flatten() {
+            read_count[s as usize] += 1;
+        }
+    }
+    for i in 0..ns {
+        let r = root_of[i] as usize;
+        if planned[r] {
+            let off = buf_offset[&buf_of[r]] + buf_rel[r] + rel[i];
+            slots[i].storage = Storage::Arena { offset: off };
+        } else if matches!(slots[i].storage, Storage::Dynamic(_)) && r == i {
+            let d = dynamic_readers.len() as u32;
+            dynamic_readers.push(read_count[i] + u32::from(is_output[i]));
+            slots[i].storage = Storage::Dynamic(d);
+        }
+    }
+    // Dependency graph.
+    deps.retain(|(a, b)| a != b);
+    deps.sort_unstable();
+    deps.dedup();
+    let mut pred_count = vec![0u32; nsteps];
+    let mut succ_start = vec![0u32; nsteps + 1];
+    for &(a, b) in &deps {
+        succ_start[a as usize + 1] += 1;
+        pred_count[b as usize] += 1;
+    }
+    for i in 0..nsteps {
+        succ_start[i + 1] += succ_start[i];
+    }
+    let succ: Vec<u32> = deps.iter().map(|d| d.1).collect();
+    let mut critical = vec![1u32; nsteps];
+    for i in (0..nsteps).rev() {
+        let (a, b) = (succ_start[i] as usize, succ_start[i + 1] as usize);
+        critical[i] = 1 + succ[a..b]
+            .iter()
+            .map(|&s| critical[s as usize])
+            .max()
+            .unwrap_or(0);
+    }
+    let total: usize = reqs
+        .iter()
+        .map(|r| r.size.div_ceil(plan::ALIGN) * plan::ALIGN)
+        .sum();
+    let mem = MemoryPlan {
+        arena_bytes: arena,
+        lower_bound: bound,
+        total_bytes: total,
+        buffers: reqs.len(),
+        in_place,
+        views,
+    };
+    Ok(Program {
+        name: graph.graph_name(g).unwrap_or("").to_string(),
+        dynamic_count: dynamic_readers.len(),
+        dynamic_readers,
+        slots,
+        steps,
+        consts,
+        inputs,
+        outputs,
+        succ_start,
+        succ,
+        pred_count,
+        critical,
+        plan: mem,
+        arenas: Mutex::new(Vec::new()),
+        allocator: Default::default(),
+    })
+}

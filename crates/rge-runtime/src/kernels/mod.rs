@@ -1,0 +1,45 @@
+//! The runtime's own kernels: control flow (If, Loop, Scan, SequenceMap), which run subgraphs
+//! through `KernelCtx::run_subgraph`, and the local engine's view ops for when a view cannot be
+//! planned (dynamic shapes, sequences): they copy.
+
+mod control;
+mod tensors;
+mod views;
+
+use rge_kernels::{KernelRegistry, KernelRegistryBuilder, ONNX_DOMAIN};
+
+/// Op types the runtime has kernels for.
+pub fn builtin_op_types() -> &'static [&'static str] {
+    &[
+        "If",
+        "Loop",
+        "Scan",
+        "SequenceMap",
+        "Identity",
+        "Reshape",
+        "Squeeze",
+        "Unsqueeze",
+        "Flatten",
+    ]
+}
+
+/// The runtime's kernel registry.
+pub fn builtin_kernels() -> KernelRegistry {
+    let mut b = KernelRegistryBuilder::new();
+    let regs: [(&str, rge_kernels::KernelFactory); 9] = [
+        ("If", control::make_if),
+        ("Loop", control::make_loop),
+        ("Scan", control::make_scan),
+        ("SequenceMap", control::make_sequence_map),
+        ("Identity", views::make_view),
+        ("Reshape", views::make_view),
+        ("Squeeze", views::make_view),
+        ("Unsqueeze", views::make_view),
+        ("Flatten", views::make_view),
+    ];
+    for (t, f) in regs {
+        // The names are distinct, so registration cannot fail.
+        let _ = b.register(ONNX_DOMAIN, t, f);
+    }
+    b.build()
+}

@@ -1,0 +1,556 @@
+//! Lowering: a graph (the root or a subgraph) becomes a [`Program`]. Each node goes through the
+//! converter of its (engine, placement); then the memory plan places the static tensors in one
+//! arena, and the step dependencies (data, control, memory reuse) are gathered for the
+//! topological executors.
+
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use smallvec::SmallVec;
+
+use rge_compiler::EngineManager;
+use rge_ir::{attr_names, op_types, AttrValue, ComputeGraph, GraphId, NodeId, TensorDesc};
+use rge_kernels::{tensor_from_ir, DType, Kernel, KernelInit, KernelRegistry, Tensor};
+
+use crate::converters::{ConverterRegistry, Placement};
+use crate::engines::is_local_op;
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::program::{InputSource, InputSpec, Program, Slot, Step, Storage};
+
+/// The node attribute naming a non-default op domain.
+pub const DOMAIN_ATTR: &str = "_onnx_domain";
+/// The node attribute naming each subgraph slot's ONNX attribute.
+pub const SUBGRAPH_ATTRS_ATTR: &str = "_onnx_subgraph_attrs";
+const CAPTURE_ATTR: &str = "_onnx_capture";
+const ONNX_NAME_ATTR: &str = "_onnx_name";
+const ONNX_TYPE_ATTR: &str = "_onnx_type";
+const OPSET_PREFIX: &str = "_onnx_opset_";
+
+/// What lowering needs besides the graph.
+pub struct LowerEnv<'e> {
+    /// The kernels of the session.
+    pub kernels: &'e KernelRegistry,
+    /// The runtime's own kernels (control flow, local-engine fallbacks).
+    pub builtin: &'e KernelRegistry,
+    pub converters: &'e ConverterRegistry,
+    /// The engines (for each engine's placement); none: every engine is on the device.
+    pub manager: Option<&'e EngineManager>,
+    /// Opset imports: (domain, version).
+    pub opsets: Vec<(String, i64)>,
+}
+
+impl LowerEnv<'_> {
+    fn opset(&self, domain: &str) -> i64 {
+        let norm = |d: &str| if d == "ai.onnx" { "" } else { d }.to_string();
+        let want = norm(domain);
+        self.opsets
+            .iter()
+            .find(|(d, _)| norm(d) == want)
+            .map_or(i64::MAX, |o| o.1)
+    }
+}
+
+/// The opset imports recorded on a graph's root (`_onnx_opset_<domain>`).
+pub fn graph_opsets(graph: &ComputeGraph) -> Vec<(String, i64)> {
+    graph
+        .graph_attrs(graph.root())
+        .map(|a| {
+            a.iter()
+                .filter_map(|(k, v)| {
+                    let d = k.strip_prefix(OPSET_PREFIX)?;
+                    match v {
+                        AttrValue::Int(i) => Some((d.to_string(), *i)),
+                        _ => None,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Lowering state of one graph; converters call its methods.
+pub struct Lowering<'e> {
+    env: &'e LowerEnv<'e>,
+    graph: &'e ComputeGraph,
+    subgraph: bool,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) root_of: Vec<u32>,
+    pub(crate) planned: Vec<bool>,
+    /// Byte offset of each slot from its root's start (PhonySplit outputs).
+    pub(crate) rel: Vec<usize>,
+    /// PhonyConcat outputs: (output root, [(input root, byte offset in the output)]).
+    pub(crate) concats: Vec<(u32, Vec<(u32, usize)>)>,
+    pub(crate) slot_of: HashMap<(NodeId, usize), u32>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) consts: Vec<Tensor>,
+    pub(crate) inputs: Vec<InputSpec>,
+    pub(crate) outputs: Vec<(String, Option<u32>)>,
+    /// Per node: the steps that stand for it (itself, or its predecessors' for no-step nodes).
+    pub(crate) eff: HashMap<NodeId, SmallVec<[u32; 2]>>,
+    pub(crate) views: usize,
+}
+
+pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
+    let (node, op_type) = graph.op(n).map_or((String::new(), String::new()), |o| {
+        (o.name().to_string(), o.op_type().to_string())
+    });
+    RuntimeError::Lower {
+        node,
+        op_type,
+        msg: msg.into(),
+    }
+}
+
+/// True when a desc describes a tensor (not a sequence, map or optional).
+pub(crate) fn is_tensor_desc(d: &TensorDesc) -> bool {
+    !d.attrs().contains(rge_ops::VALUE_KIND_ATTR) && !d.attrs().contains(ONNX_TYPE_ATTR)
+}
+
+pub(crate) fn static_shape(d: &TensorDesc) -> Option<Box<[usize]>> {
+    let s = d.shape();
+    if s.is_unknown_rank() || !s.is_fully_known() {
+        return None;
+    }
+    Some(s.dims().iter().map(|&x| x as usize).collect())
+}
+
+pub(crate) fn bytes_of(dtype: DType, shape: &[usize]) -> Option<usize> {
+    rge_kernels::element_count(shape).map(|n| dtype.bytes_for(n))
+}
+
+impl<'e> Lowering<'e> {
+    /// The graph being lowered.
+    pub fn graph(&self) -> &'e ComputeGraph {
+        self.graph
+    }
+
+    pub(crate) fn op(&self, n: NodeId) -> RuntimeResult<&'e rge_ir::OpDesc> {
+        self.graph
+            .op(n)
+            .ok_or_else(|| RuntimeError::Other("stale node id".into()))
+    }
+
+    /// The slot feeding input `i` of `n` (`None`: not connected).
+    pub fn input_slot(&self, n: NodeId, i: usize) -> RuntimeResult<Option<u32>> {
+        let node = self
+            .graph
+            .node(n)
+            .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+        match node.peer_of_input(i) {
+            None => Ok(None),
+            Some(a) => self
+                .slot_of
+                .get(&(a.node, a.index.max(0) as usize))
+                .copied()
+                .map(Some)
+                .ok_or_else(|| lower_err(self.graph, n, format!("input {i} has no value"))),
+        }
+    }
+
+    pub(crate) fn push_slot(
+        &mut self,
+        n: NodeId,
+        i: usize,
+        slot: Slot,
+        root: Option<u32>,
+        planned: bool,
+    ) -> u32 {
+        let id = self.slots.len() as u32;
+        self.slots.push(slot);
+        self.root_of.push(root.unwrap_or(id));
+        self.planned.push(planned);
+        self.rel.push(0);
+        self.slot_of.insert((n, i), id);
+        id
+    }
+
+    pub(crate) fn slot_name(&self, n: NodeId, i: usize) -> String {
+        format!("{}:{i}", self.graph.name_of(n))
+    }
+
+    /// Makes output `i` of `n` a view of `src` with the output's static shape, when the bytes
+    /// allow it (same dtype and size, `src` planned, a constant or a fully static input).
+    pub fn try_view(&mut self, n: NodeId, i: usize, src: u32) -> RuntimeResult<bool> {
+        let op = self.op(n)?;
+        let Some(d) = op.output(i) else {
+            return Ok(false);
+        };
+        let (Some(shape), Some(dtype)) = (static_shape(d), DType::from_desc(d)) else {
+            return Ok(false);
+        };
+        if !is_tensor_desc(d) || dtype.is_string() {
+            return Ok(false);
+        }
+        let root = self.root_of[src as usize];
+        let r = &self.slots[root as usize];
+        let ok_root = match r.storage {
+            Storage::Const(_) | Storage::Input(_) => r.shape.is_some(),
+            _ => self.planned[root as usize],
+        };
+        let srcs = &self.slots[src as usize];
+        if !ok_root || srcs.dtype != Some(dtype) || bytes_of(dtype, &shape) != Some(srcs.bytes) {
+            return Ok(false);
+        }
+        let slot = Slot {
+            name: self.slot_name(n, i),
+            dtype: Some(dtype),
+            shape: Some(shape),
+            storage: r.storage,
+            bytes: srcs.bytes,
+            producer: r.producer,
+            view: true,
+        };
+        let rel = self.rel[src as usize];
+        let id = self.push_slot(n, i, slot, Some(root), false);
+        self.rel[id as usize] = rel;
+        self.views += 1;
+        self.eff_from_inputs(n);
+        Ok(true)
+    }
+
+    pub(crate) fn eff_from_inputs(&mut self, n: NodeId) {
+        let Some(node) = self.graph.node(n) else {
+            return;
+        };
+        let mut e: SmallVec<[u32; 2]> = SmallVec::new();
+        for p in node
+            .input_peers()
+            .iter()
+            .flatten()
+            .chain(node.in_ctrl_peers())
+        {
+            if let Some(v) = self.eff.get(&p.node) {
+                for &s in v {
+                    if !e.contains(&s) {
+                        e.push(s);
+                    }
+                }
+            }
+        }
+        self.eff.insert(n, e);
+    }
+
+    /// A node with no step (NoOp and the like).
+    pub fn no_step(&mut self, n: NodeId) {
+        self.eff_from_inputs(n);
+    }
+
+    /// Graph input: a Data node.
+    pub fn graph_input(&mut self, n: NodeId) -> RuntimeResult<()> {
+        let op = self.op(n)?;
+        let attrs = op.attrs();
+        let index = attrs
+            .get_int(attr_names::DATA_INDEX)
+            .ok()
+            .flatten()
+            .unwrap_or(self.inputs.len() as i64);
+        let capture = attrs.get_bool(CAPTURE_ATTR).ok().flatten().unwrap_or(false);
+        let source = if self.subgraph && capture {
+            let p = attrs
+                .get_int(attr_names::PARENT_NODE_INDEX)
+                .ok()
+                .flatten()
+                .ok_or_else(|| lower_err(self.graph, n, "capture without _parent_node_index"))?;
+            InputSource::Parent(p as usize)
+        } else {
+            InputSource::Formal(index.max(0) as usize)
+        };
+        let d = op.output(0).or_else(|| op.input(0));
+        let (dtype, dims, tensor, shape) = match d {
+            Some(d) => {
+                let tensor = is_tensor_desc(d);
+                let dims =
+                    (tensor && !d.shape().is_unknown_rank()).then(|| d.shape().dims().to_vec());
+                (
+                    DType::from_desc(d),
+                    dims,
+                    tensor,
+                    if tensor { static_shape(d) } else { None },
+                )
+            }
+            None => (None, None, false, None),
+        };
+        let k = self.inputs.len() as u32;
+        self.inputs.push(InputSpec {
+            name: op.name().to_string(),
+            source,
+            dtype: if tensor { dtype } else { None },
+            dims,
+            tensor,
+        });
+        let bytes = match (dtype, &shape) {
+            (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s).unwrap_or(0),
+            _ => 0,
+        };
+        let shape = shape.filter(|_| dtype.is_some_and(|d| !d.is_string()));
+        let slot = Slot {
+            name: op.name().to_string(),
+            dtype,
+            shape,
+            storage: Storage::Input(k),
+            bytes,
+            producer: None,
+            view: false,
+        };
+        self.push_slot(n, 0, slot, None, false);
+        self.eff.insert(n, SmallVec::new());
+        Ok(())
+    }
+
+    /// A constant: a Const node's `value` tensor.
+    pub fn constant(&mut self, n: NodeId) -> RuntimeResult<bool> {
+        let op = self.op(n)?;
+        let Some(AttrValue::Tensor(t)) = op.attrs().get("value") else {
+            return Ok(false);
+        };
+        let mut t = tensor_from_ir(t).map_err(|e| lower_err(self.graph, n, e.to_string()))?;
+        if let Some(dt) = op.output(0).and_then(DType::from_desc) {
+            if dt != t.dtype() && dt.bits() == t.dtype().bits() && !dt.is_string() {
+                t = t
+                    .with_dtype(dt)
+                    .map_err(|e| lower_err(self.graph, n, e.to_string()))?;
+            }
+        }
+        let k = self.consts.len() as u32;
+        let slot = Slot {
+            name: op.name().to_string(),
+            dtype: Some(t.dtype()),
+            shape: (!t.dtype().is_string()).then(|| t.shape().into()),
+            storage: Storage::Const(k),
+            bytes: t.dtype().bytes_for(t.len()),
+            producer: None,
+            view: false,
+        };
+        self.consts.push(t);
+        self.push_slot(n, 0, slot, None, false);
+        self.eff.insert(n, SmallVec::new());
+        Ok(true)
+    }
+
+    /// Graph outputs: a NetOutput node's inputs.
+    pub fn graph_outputs(&mut self, n: NodeId) -> RuntimeResult<()> {
+        let node = self
+            .graph
+            .node(n)
+            .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+        for i in 0..node.in_data_count() {
+            let slot = self.input_slot(n, i)?;
+            let name = node
+                .peer_of_input(i)
+                .and_then(|a| {
+                    let op = self.graph.op(a.node)?;
+                    let d = op.output(a.index.max(0) as usize)?;
+                    match d.attrs().get_str(ONNX_NAME_ATTR) {
+                        Ok(Some(s)) => Some(s.to_string()),
+                        _ => Some(self.slot_name(a.node, a.index.max(0) as usize)),
+                    }
+                })
+                .unwrap_or_else(|| format!("output{i}"));
+            self.outputs.push((name, slot));
+        }
+        self.eff_from_inputs(n);
+        Ok(())
+    }
+
+    /// A launch step for `n` with the kernel of its op type (the runtime's own kernels first
+    /// when `builtin_first`).
+    pub fn kernel_step(&mut self, n: NodeId, builtin_first: bool) -> RuntimeResult<()> {
+        let op = self.op(n)?;
+        let graph = self.graph;
+        let domain = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");
+        let input_types: Vec<Option<DType>> = (0..op.input_count())
+            .map(|i| op.input(i).and_then(DType::from_desc))
+            .collect();
+        let output_types: Vec<Option<DType>> = (0..op.output_count())
+            .map(|i| op.output(i).and_then(DType::from_desc))
+            .collect();
+        let subgraph_attrs: Vec<String> = match op.attrs().get(SUBGRAPH_ATTRS_ATTR) {
+            Some(AttrValue::ListString(v)) => v.clone(),
+            _ => Vec::new(),
+        };
+        let init = KernelInit {
+            node_name: op.name(),
+            op_type: op.op_type(),
+            domain,
+            opset: self.env.opset(domain),
+            attrs: op.attrs(),
+            input_types: &input_types,
+            output_types: &output_types,
+            subgraph_attrs: &subgraph_attrs,
+        };
+        let (first, second) = if builtin_first {
+            (self.env.builtin, self.env.kernels)
+        } else {
+            (self.env.kernels, self.env.builtin)
+        };
+        let factory = first
+            .get(domain, op.op_type())
+            .or_else(|| second.get(domain, op.op_type()))
+            .ok_or_else(|| {
+                lower_err(
+                    graph,
+                    n,
+                    format!("no kernel registered (domain '{domain}')"),
+                )
+            })?;
+        let kernel: Box<dyn Kernel> =
+            factory(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
+
+        let mut inputs = Vec::with_capacity(op.input_count());
+        let node = graph
+            .node(n)
+            .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+        for i in 0..node.in_data_count() {
+            inputs.push(self.input_slot(n, i)?);
+        }
+        let mut subgraphs = Vec::new();
+        for g in graph.node_subgraphs(n) {
+            subgraphs.push(Arc::new(lower_graph(self.env, graph, g)?));
+        }
+        let step = self.steps.len() as u32;
+        let mut outputs = Vec::with_capacity(op.output_count());
+        let mut used = Vec::with_capacity(op.output_count());
+        let mut dynamic = false;
+        for i in 0..op.output_count() {
+            let d = op.output(i);
+            let dtype = d.and_then(DType::from_desc);
+            let tensor = d.is_some_and(is_tensor_desc);
+            let shape = d.filter(|_| tensor).and_then(static_shape);
+            let bytes = match (dtype, &shape) {
+                (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
+                _ => None,
+            };
+            let planned = bytes.is_some();
+            dynamic |= !planned;
+            let slot = Slot {
+                name: self.slot_name(n, i),
+                dtype,
+                shape: if planned { shape } else { None },
+                storage: Storage::Dynamic(u32::MAX),
+                bytes: bytes.unwrap_or(0),
+                producer: Some(step),
+                view: false,
+            };
+            outputs.push(self.push_slot(n, i, slot, None, planned));
+            used.push(!node.peers_of_output(i).is_empty());
+        }
+        let engine = op.engine_name().to_string();
+        let stream = u32::try_from(op.stream_id()).ok();
+        let workspace = op
+            .compile_state()
+            .map(|c| c.workspace_bytes.clone())
+            .unwrap_or_default();
+        self.steps.push(Step {
+            node: op.name().to_string(),
+            op_type: op.op_type().to_string(),
+            engine,
+            stream,
+            kernel,
+            inputs: inputs.into(),
+            outputs: outputs.into(),
+            used: used.into(),
+            subgraphs: subgraphs.into(),
+            workspace: workspace.into(),
+            dynamic,
+        });
+        // Control predecessors: a dependency on the steps standing for them.
+        self.eff.insert(n, SmallVec::from_elem(step, 1));
+        Ok(())
+    }
+}
+
+/// The local engine's converter: graph I/O, constants, no-ops, and views without a copy when
+/// shapes are static (a copying kernel otherwise).
+pub fn lower_local(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResult<()> {
+    let op = cx.op(n)?;
+    let t = op.op_type();
+    match t {
+        _ if op_types::is_data(t) => cx.graph_input(n),
+        "Const" | "Constant" => {
+            if cx.constant(n)? {
+                Ok(())
+            } else {
+                cx.kernel_step(n, false)
+            }
+        }
+        op_types::NET_OUTPUT => cx.graph_outputs(n),
+        "NoOp" | "PlaceHolder" | "End" => {
+            cx.no_step(n);
+            Ok(())
+        }
+        "Identity" | "Reshape" | "Squeeze" | "Unsqueeze" | "Flatten" => {
+            if let Some(src) = cx.input_slot(n, 0)? {
+                if cx.try_view(n, 0, src)? {
+                    return Ok(());
+                }
+            }
+            cx.kernel_step(n, true)
+        }
+        "PhonyConcat" => crate::phony::lower_phony_concat(cx, n),
+        "PhonySplit" => crate::phony::lower_phony_split(cx, n),
+        _ => cx.kernel_step(n, true),
+    }
+}
+
+/// The compute converter, shared by `cpu` (device) and `host` (host): one launch step.
+pub fn lower_kernel_node(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResult<()> {
+    let t = cx.op(n)?.op_type();
+    if is_local_op(t) {
+        return lower_local(cx, n);
+    }
+    cx.kernel_step(n, false)
+}
+
+/// Lowers graph `g` of `graph` into a program.
+pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> RuntimeResult<Program> {
+    let order = rge_ops::topo_order(graph, g).map_err(|e| RuntimeError::Other(e.to_string()))?;
+    let mut cx = Lowering {
+        env,
+        graph,
+        subgraph: g != graph.root(),
+        slots: Vec::new(),
+        root_of: Vec::new(),
+        planned: Vec::new(),
+        rel: Vec::new(),
+        concats: Vec::new(),
+        slot_of: HashMap::new(),
+        steps: Vec::new(),
+        consts: Vec::new(),
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        eff: HashMap::new(),
+        views: 0,
+    };
+    let mut ctrl: Vec<(u32, u32)> = Vec::new();
+    for &n in &order {
+        let op = graph
+            .op(n)
+            .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+        let engine = match op.engine_name() {
+            "" if is_local_op(op.op_type()) => "local",
+            "" => "cpu",
+            e => e,
+        };
+        let placement = Placement::of(env.manager, engine);
+        let conv = env.converters.get(engine, placement).ok_or_else(|| {
+            lower_err(
+                graph,
+                n,
+                format!("no converter for engine `{engine}` ({placement:?})"),
+            )
+        })?;
+        let before = cx.steps.len();
+        conv(&mut cx, n)?;
+        if cx.steps.len() > before {
+            let node = graph
+                .node(n)
+                .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+            for p in node.in_ctrl_peers() {
+                if let Some(v) = cx.eff.get(&p.node) {
+                    ctrl.extend(v.iter().map(|&s| (s, before as u32)));
+                }
+            }
+        }
+    }
+    crate::assemble::finish(cx, g, graph, ctrl)
+}

@@ -1,0 +1,139 @@
+//! A built model: the lowered root program with its memory plan and streams, ready to run from
+//! many threads at once (`Send + Sync`; each run takes its own arena from a pool).
+
+use std::sync::Arc;
+
+use rge_ir::ComputeGraph;
+use rge_kernels::{Value, ValueRef};
+
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::exec::{run_program, ExecutorKind, RunOptions};
+use crate::plan::MemoryPlan;
+use crate::profile::Profiler;
+use crate::program::{InputSource, InputSpec, Program};
+
+/// A model ready to run.
+pub struct Model {
+    pub(crate) program: Arc<Program>,
+    /// The compiled graph (engines and streams recorded on its ops); what a save writes.
+    pub(crate) graph: Arc<ComputeGraph>,
+    pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
+    pub(crate) executor: ExecutorKind,
+    pub(crate) kernel_threads: usize,
+    /// Streams from stream assignment.
+    pub stream_count: u32,
+    /// Cross-stream events from stream assignment.
+    pub event_count: usize,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("graph", &self.graph.name())
+            .field("steps", &self.program.steps.len())
+            .field("plan", &self.program.plan)
+            .field("executor", &self.executor)
+            .finish()
+    }
+}
+
+impl Model {
+    /// The lowered root program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The compiled graph.
+    pub fn graph(&self) -> &ComputeGraph {
+        &self.graph
+    }
+
+    /// The memory plan of the root graph.
+    pub fn plan(&self) -> &MemoryPlan {
+        &self.program.plan
+    }
+
+    /// The default executor of this model.
+    pub fn executor(&self) -> ExecutorKind {
+        self.executor
+    }
+
+    /// The graph inputs, in the order [`Model::run`] takes them.
+    pub fn inputs(&self) -> Vec<&InputSpec> {
+        let mut v: Vec<&InputSpec> = self
+            .program
+            .inputs
+            .iter()
+            .filter(|s| matches!(s.source, InputSource::Formal(_)))
+            .collect();
+        v.sort_by_key(|s| match s.source {
+            InputSource::Formal(k) => k,
+            InputSource::Parent(_) => usize::MAX,
+        });
+        v
+    }
+
+    /// The graph output names.
+    pub fn output_names(&self) -> Vec<&str> {
+        self.program.outputs.iter().map(|o| o.0.as_str()).collect()
+    }
+
+    /// Runs with inputs in order, with the model's executor.
+    pub fn run(&self, inputs: &[Value]) -> RuntimeResult<Vec<Value>> {
+        self.run_with(inputs, self.executor, None)
+    }
+
+    /// Runs with inputs in order, with `executor`, timing each step into `profile`.
+    pub fn run_with(
+        &self,
+        inputs: &[Value],
+        executor: ExecutorKind,
+        profile: Option<&Profiler>,
+    ) -> RuntimeResult<Vec<Value>> {
+        let refs: Vec<Option<ValueRef<'_>>> = inputs.iter().map(|v| Some(v.as_ref())).collect();
+        let expected = self.inputs().len();
+        if inputs.len() > expected {
+            return Err(RuntimeError::input(
+                format!("#{expected}"),
+                format!("{} inputs given, the graph has {expected}", inputs.len()),
+            ));
+        }
+        let opts = RunOptions {
+            executor,
+            pool: self.pool.as_deref(),
+            kernel_threads: self.kernel_threads,
+            profile,
+        };
+        run_program(&self.program, &refs, &[], &opts)
+    }
+
+    /// Runs with inputs by name (every input must be given once).
+    pub fn run_named(&self, inputs: &[(String, Value)]) -> RuntimeResult<Vec<Value>> {
+        let ordered = self.order_inputs(inputs)?;
+        self.run(&ordered)
+    }
+
+    /// Puts named inputs in the model's input order; errors name unknown or missing inputs.
+    pub fn order_inputs(&self, inputs: &[(String, Value)]) -> RuntimeResult<Vec<Value>> {
+        let specs = self.inputs();
+        for (name, _) in inputs {
+            if !specs.iter().any(|s| &s.name == name) {
+                let known: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+                return Err(RuntimeError::input(
+                    name,
+                    format!("the graph has no such input (inputs: {})", known.join(", ")),
+                ));
+            }
+        }
+        specs
+            .iter()
+            .map(|s| {
+                inputs
+                    .iter()
+                    .find(|(n, _)| n == &s.name)
+                    .map(|(_, v)| v.clone())
+                    .ok_or_else(|| RuntimeError::input(&s.name, "missing"))
+            })
+            .collect()
+    }
+}

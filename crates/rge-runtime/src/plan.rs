@@ -1,0 +1,362 @@
+//! Static memory planning: every planned tensor buffer gets an offset in one arena; buffers
+//! whose lifetimes do not overlap share memory (greedy by size, best-fit gap, as TFLite's
+//! planner does). Lifetimes are step intervals of the sequential order. The planned peak is
+//! reported beside the lower bound: the largest total of buffers alive at one step.
+//!
+//! For the executors that do not follow the sequential order, reuse becomes a dependency:
+//! [`memory_deps`] orders every step that touches a buffer before the writers of the next buffer
+//! placed over the same bytes.
+
+use std::collections::BTreeMap;
+
+/// Arena alignment of every buffer.
+pub const ALIGN: usize = 64;
+
+/// One buffer to place: one tensor, or several sharing memory (in-place outputs, views).
+#[derive(Debug, Clone, Default)]
+pub struct BufferReq {
+    /// Bytes (before alignment).
+    pub size: usize,
+    /// The step that first writes it.
+    pub def: u32,
+    /// The last step that reads it (`u32::MAX`: a graph output, alive to the end).
+    pub last: u32,
+    /// Steps that write it.
+    pub writers: Vec<u32>,
+    /// Steps that read it.
+    pub readers: Vec<u32>,
+}
+
+/// What the planner made of a program.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryPlan {
+    /// The arena size: the planned peak.
+    pub arena_bytes: usize,
+    /// The largest total of buffers alive at one step (aligned sizes).
+    pub lower_bound: usize,
+    /// Bytes of all planned buffers without reuse.
+    pub total_bytes: usize,
+    /// Planned buffers.
+    pub buffers: usize,
+    /// Tensors written over one of their inputs.
+    pub in_place: usize,
+    /// Tensors that are views of another (no copy).
+    pub views: usize,
+}
+
+impl MemoryPlan {
+    /// Planned peak over the lower bound (1.0 when nothing is planned).
+    pub fn ratio(&self) -> f64 {
+        if self.lower_bound == 0 {
+            1.0
+        } else {
+            self.arena_bytes as f64 / self.lower_bound as f64
+        }
+    }
+}
+
+fn aligned(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+fn overlaps(a: &BufferReq, b: &BufferReq) -> bool {
+    a.def <= b.last && b.def <= a.last
+}
+
+/// Places `reqs`: returns each buffer's offset and the arena size. Several orders are tried —
+/// by size (TFLite's greedy by size), by breadth (the buffers of the busiest steps first, TFLite's
+/// greedy by breadth), each with best-fit and first-fit gaps — and the smallest arena wins.
+pub fn place(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
+    let mut best: Option<(Vec<usize>, usize)> = None;
+    let mut orders = vec![by_size(reqs)];
+    // Greedy by breadth walks the live buffers of every step (quadratic): small graphs only.
+    if reqs.len() <= 4_000 {
+        orders.push(by_breadth(reqs));
+        let span = |r: &BufferReq| u64::from(r.last.min(r.def.saturating_add(1 << 24)) - r.def) + 1;
+        let mut o: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
+        // Long-lived first, then by area (bytes × steps), then in order of definition.
+        o.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(span(&reqs[i])),
+                std::cmp::Reverse(reqs[i].size),
+                i,
+            )
+        });
+        orders.push(o.clone());
+        o.sort_by_key(|&i| (std::cmp::Reverse(span(&reqs[i]) * reqs[i].size as u64), i));
+        orders.push(o.clone());
+        o.sort_by_key(|&i| (reqs[i].def, i));
+        orders.push(o);
+    }
+    let mut best_order = Vec::new();
+    for order in &orders {
+        for best_fit in [true, false] {
+            let r = place_in_order(reqs, order, best_fit);
+            if best.as_ref().is_none_or(|b| r.1 < b.1) {
+                best = Some(r);
+                best_order = order.clone();
+            }
+        }
+    }
+    // Local search on small graphs: perturb the best order (a few random swaps), keep
+    // improvements; stop at the lower bound.
+    let n = best_order.len();
+    if (2..=4000).contains(&n) {
+        let bound = lower_bound(
+            reqs,
+            reqs.iter().map(|r| r.def as usize + 1).max().unwrap_or(0),
+        );
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |m: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % m as u64) as usize
+        };
+        // Each round is quadratic in the buffer count: about 2e8 steps in all.
+        let rounds = (200_000_000 / (n * n)).min(3000);
+        for _ in 0..rounds {
+            if best.as_ref().is_some_and(|b| b.1 <= bound) {
+                break;
+            }
+            let mut o = best_order.clone();
+            match next(3) {
+                0 => {
+                    let a = next(n);
+                    let b = (a + 1 + next(8)).min(n - 1);
+                    o.swap(a, b);
+                }
+                1 => {
+                    let (a, b) = (next(n), next(n));
+                    o.swap(a, b);
+                }
+                _ => {
+                    // Move one buffer earlier.
+                    let a = next(n);
+                    let b = next(a + 1);
+                    let x = o.remove(a);
+                    o.insert(b, x);
+                }
+            }
+            let r = place_in_order(reqs, &o, true);
+            if best.as_ref().is_none_or(|b| r.1 <= b.1) {
+                best = Some(r);
+                best_order = o;
+            }
+        }
+    }
+    best.unwrap_or_else(|| (vec![0; reqs.len()], 0))
+}
+
+fn by_size(reqs: &[BufferReq]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
+    order.sort_by(|&a, &b| {
+        reqs[b]
+            .size
+            .cmp(&reqs[a].size)
+            .then(reqs[a].def.cmp(&reqs[b].def))
+    });
+    order
+}
+
+/// Steps by the total size alive at them (largest first); at each, its unplaced buffers by size.
+fn by_breadth(reqs: &[BufferReq]) -> Vec<usize> {
+    let steps = reqs
+        .iter()
+        .filter(|r| r.size > 0)
+        .map(|r| {
+            if r.last == u32::MAX {
+                r.def
+            } else {
+                r.def.max(r.last)
+            }
+        })
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    let mut diff = vec![0i128; steps + 2];
+    let mut at: Vec<Vec<usize>> = vec![Vec::new(); steps + 1];
+    for (i, r) in reqs.iter().enumerate().filter(|(_, r)| r.size > 0) {
+        let last = (r.last as usize).min(steps);
+        diff[r.def as usize] += aligned(r.size) as i128;
+        diff[last + 1] -= aligned(r.size) as i128;
+        at[r.def as usize].push(i);
+    }
+    let mut breadth = Vec::with_capacity(steps + 1);
+    let mut cur = 0i128;
+    for d in diff.iter().take(steps + 1) {
+        cur += d;
+        breadth.push(cur);
+    }
+    let mut step_order: Vec<usize> = (0..=steps).collect();
+    step_order.sort_by(|&a, &b| breadth[b].cmp(&breadth[a]).then(a.cmp(&b)));
+    // Buffers alive at a step: those defined at or before it and not dead yet. Walking every
+    // live buffer per step is quadratic; instead visit buffers by step of definition and take
+    // each the first time a step in its lifetime comes up, via a sweep over sorted lifetimes.
+    let mut placed = vec![false; reqs.len()];
+    let mut order = Vec::with_capacity(reqs.len());
+    let mut by_def: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
+    by_def.sort_by_key(|&i| reqs[i].def);
+    for s in step_order {
+        let mut live: Vec<usize> = by_def
+            .iter()
+            .copied()
+            .take_while(|&i| reqs[i].def as usize <= s)
+            .filter(|&i| !placed[i] && reqs[i].last as usize >= s)
+            .collect();
+        live.sort_by(|&a, &b| reqs[b].size.cmp(&reqs[a].size).then(a.cmp(&b)));
+        for i in live {
+            placed[i] = true;
+            order.push(i);
+        }
+        if order.len() == by_def.len() {
+            break;
+        }
+    }
+    order
+}
+
+fn place_in_order(reqs: &[BufferReq], order: &[usize], best_fit: bool) -> (Vec<usize>, usize) {
+    let mut offsets = vec![0usize; reqs.len()];
+    // Placed buffers: (offset, aligned size, index).
+    let mut placed: Vec<(usize, usize, usize)> = Vec::with_capacity(order.len());
+    let mut arena = 0usize;
+    let mut live: Vec<(usize, usize)> = Vec::new();
+    for &i in order {
+        let size = aligned(reqs[i].size);
+        live.clear();
+        live.extend(
+            placed
+                .iter()
+                .filter(|p| overlaps(&reqs[p.2], &reqs[i]))
+                .map(|p| (p.0, p.1)),
+        );
+        live.sort_unstable();
+        let mut prev_end = 0usize;
+        let mut best: Option<(usize, usize)> = None; // (gap, offset)
+        for &(off, sz) in &live {
+            if off > prev_end {
+                let gap = off - prev_end;
+                if gap >= size && best.is_none_or(|b| best_fit && gap < b.0) {
+                    best = Some((gap, prev_end));
+                }
+            }
+            prev_end = prev_end.max(off + sz);
+        }
+        let off = best.map_or(prev_end, |b| b.1);
+        offsets[i] = off;
+        arena = arena.max(off + size);
+        placed.push((off, size, i));
+    }
+    (offsets, arena)
+}
+
+/// The largest total of aligned buffer sizes alive at one of `steps` steps.
+pub fn lower_bound(reqs: &[BufferReq], steps: usize) -> usize {
+    let mut diff = vec![0i128; steps + 2];
+    for r in reqs.iter().filter(|r| r.size > 0) {
+        let s = aligned(r.size) as i128;
+        let def = (r.def as usize).min(steps);
+        let last = (r.last as usize).min(steps);
+        diff[def] += s;
+        diff[last + 1] -= s;
+    }
+    let mut cur = 0i128;
+    let mut best = 0i128;
+    for d in diff {
+        cur += d;
+        best = best.max(cur);
+    }
+    best as usize
+}
+
+/// Dependencies memory reuse adds: (earlier step, later step) pairs such that every step that
+/// reads or writes a buffer runs before the writers of the next buffer over the same bytes.
+pub fn memory_deps(reqs: &[BufferReq], offsets: &[usize]) -> Vec<(u32, u32)> {
+    let mut order: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
+    order.sort_by_key(|&i| (reqs[i].def, i));
+    // Skyline: start → (end, buffer) of the latest buffer over each byte range.
+    let mut sky: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    let mut deps = Vec::new();
+    for &b in &order {
+        let lo = offsets[b];
+        let hi = lo + aligned(reqs[b].size);
+        let hits: Vec<(usize, usize, usize)> = sky
+            .range(..hi)
+            .rev()
+            .take_while(|(_, &(end, _))| end > lo)
+            .map(|(&s, &(e, a))| (s, e, a))
+            .collect();
+        let mut seen: Vec<usize> = Vec::new();
+        for &(s, e, a) in &hits {
+            sky.remove(&s);
+            if s < lo {
+                sky.insert(s, (lo, a));
+            }
+            if e > hi {
+                sky.insert(hi, (e, a));
+            }
+            if seen.contains(&a) {
+                continue;
+            }
+            seen.push(a);
+            for &r in reqs[a].readers.iter().chain(&reqs[a].writers) {
+                for &w in &reqs[b].writers {
+                    if r != w {
+                        deps.push((r, w));
+                    }
+                }
+            }
+        }
+        sky.insert(lo, (hi, b));
+    }
+    deps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(size: usize, def: u32, last: u32) -> BufferReq {
+        BufferReq {
+            size,
+            def,
+            last,
+            writers: vec![def],
+            readers: vec![last],
+        }
+    }
+
+    #[test]
+    fn chain_reuses_two_buffers() {
+        let reqs: Vec<BufferReq> = (0..100).map(|i| req(64, i, i + 1)).collect();
+        let (offs, arena) = place(&reqs);
+        assert_eq!(arena, 128);
+        assert_eq!(lower_bound(&reqs, 101), 128);
+        for i in 0..99 {
+            assert_ne!(offs[i], offs[i + 1]);
+        }
+        let deps = memory_deps(&reqs, &offs);
+        assert!(deps.contains(&(2, 2)) || deps.contains(&(1, 2)));
+    }
+
+    #[test]
+    fn live_buffers_never_overlap() {
+        let reqs = vec![
+            req(100, 0, 5),
+            req(300, 1, 2),
+            req(200, 3, 6),
+            req(50, 2, 4),
+        ];
+        let (offs, arena) = place(&reqs);
+        for i in 0..reqs.len() {
+            for j in 0..i {
+                if overlaps(&reqs[i], &reqs[j]) {
+                    let (a, b) = (offs[i], offs[j]);
+                    let (sa, sb) = (aligned(reqs[i].size), aligned(reqs[j].size));
+                    assert!(a + sa <= b || b + sb <= a, "{i} and {j} overlap");
+                }
+            }
+        }
+        assert!(arena >= lower_bound(&reqs, 7));
+    }
+}

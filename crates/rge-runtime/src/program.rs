@@ -1,0 +1,143 @@
+//! The execution graph (the seed's ExeGraph): what lowering produces for one graph (the root or
+//! a subgraph) and what the executors run. Everything a run needs is precomputed here: the step
+//! order, each value's storage (arena offset, constant, graph input or run-time value), static
+//! shapes for the tensor views kernels receive, the kernel objects, and the dependencies the
+//! topological executors schedule by (data, control and memory reuse).
+
+use std::sync::{Arc, Mutex};
+
+use rge_kernels::{DType, Kernel, Tensor};
+
+use crate::plan::MemoryPlan;
+
+/// Where a value lives during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// Bytes at this offset of the run's arena (static shape, planned).
+    Arena { offset: usize },
+    /// A constant of the program (a view of it when the slot's shape differs).
+    Const(u32),
+    /// Program input `k` (a view of it when the slot has a static shape).
+    Input(u32),
+    /// A value made at run time (dynamic shape, strings, sequences, optionals).
+    Dynamic(u32),
+}
+
+/// One value of the program: a node output, possibly a view of another.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    /// Node name and output index, for messages.
+    pub name: String,
+    pub dtype: Option<DType>,
+    /// The static shape, when known (planned and view slots always have one).
+    pub shape: Option<Box<[usize]>>,
+    pub storage: Storage,
+    /// Byte size of a planned tensor.
+    pub bytes: usize,
+    /// The step producing it (`None`: an input, a constant, or a view of one).
+    pub producer: Option<u32>,
+    /// True for a view of another slot (its shape may differ from the source's).
+    pub view: bool,
+}
+
+/// What lowering made of a graph input (a Data node).
+#[derive(Debug, Clone)]
+pub struct InputSpec {
+    pub name: String,
+    /// Where the value comes from: the caller's input `k`, or (in a subgraph) a parent input.
+    pub source: InputSource,
+    pub dtype: Option<DType>,
+    /// Declared dims, -1 for unknown; `None`: unknown rank or not a tensor.
+    pub dims: Option<Vec<i64>>,
+    /// True when the value must be a tensor.
+    pub tensor: bool,
+}
+
+/// Where a program input comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputSource {
+    /// The k-th formal input (the caller's inputs, or a subgraph's formal inputs).
+    Formal(usize),
+    /// Input `i` of the parent node (an implicit capture).
+    Parent(usize),
+}
+
+/// One launch step: a kernel with its inputs and outputs.
+pub struct Step {
+    pub node: String,
+    pub op_type: String,
+    pub engine: String,
+    /// The stream from stream assignment (`None`: a skipped engine).
+    pub stream: Option<u32>,
+    pub kernel: Box<dyn Kernel>,
+    /// Input slots (`None`: an absent optional input).
+    pub inputs: Box<[Option<u32>]>,
+    /// Output slots.
+    pub outputs: Box<[u32]>,
+    /// True when some output is consumed.
+    pub used: Box<[bool]>,
+    /// Subgraphs (If, Loop, Scan …), by slot.
+    pub subgraphs: Box<[Arc<Program>]>,
+    /// Workspace bytes the engine asked for (kernels allocate scratch inside the call).
+    pub workspace: Box<[i64]>,
+    /// True when an output's shape is only known at run time (the step infers it).
+    pub dynamic: bool,
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Step")
+            .field("node", &self.node)
+            .field("op_type", &self.op_type)
+            .field("engine", &self.engine)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+/// A lowered graph.
+#[derive(Debug)]
+pub struct Program {
+    pub name: String,
+    pub slots: Vec<Slot>,
+    pub steps: Vec<Step>,
+    pub consts: Vec<Tensor>,
+    pub inputs: Vec<InputSpec>,
+    /// Graph outputs: (name, slot), `None` for an unconnected output.
+    pub outputs: Vec<(String, Option<u32>)>,
+    /// Number of run-time values.
+    pub dynamic_count: usize,
+    /// Per dynamic value, how many input uses read it (+1 when it is a graph output: never freed
+    /// before the end).
+    pub dynamic_readers: Vec<u32>,
+    /// Successors of each step (data, control and memory-reuse dependencies), CSR.
+    pub succ_start: Vec<u32>,
+    pub succ: Vec<u32>,
+    /// Number of predecessors of each step.
+    pub pred_count: Vec<u32>,
+    /// Longest path (in steps) from each step to the end; the priority executor's key.
+    pub critical: Vec<u32>,
+    /// The memory plan.
+    pub plan: MemoryPlan,
+    /// Arenas of finished runs, reused by later runs.
+    pub(crate) arenas: Mutex<Vec<crate::frame::Arena>>,
+    /// Buffers of run-time values, recycled across steps and runs.
+    pub allocator: crate::allocator::CachingAllocator,
+}
+
+impl Program {
+    /// The successors of step `s`.
+    pub fn successors(&self, s: usize) -> &[u32] {
+        &self.succ[self.succ_start[s] as usize..self.succ_start[s + 1] as usize]
+    }
+
+    /// The number of streams steps use (at least 1).
+    pub fn stream_count(&self) -> usize {
+        self.steps
+            .iter()
+            .filter_map(|s| s.stream)
+            .max()
+            .map_or(1, |m| m as usize + 1)
+    }
+}

@@ -1,0 +1,98 @@
+//! Saved compiled models (the seed's offline model): the compiled graph — engines and stream
+//! ids on its ops, partitions recorded by placement, constants inline — in GE's ModelDef
+//! container, with GE's model attributes `memory_size` (the planned arena), `stream_num`,
+//! `event_num` and `weight_size`, plus `_rge_compiled`. Loading lowers the graph as it is (no
+//! compile pipeline: no inference, placement or partitioning) and checks that the memory plan
+//! comes out as saved.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rge_formats::ge::{GeModel, WriteOptions};
+use rge_ir::AttrValue;
+
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::model::Model;
+use crate::session::Session;
+
+/// The model attribute marking a compiled model, with the format version.
+pub const COMPILED_ATTR: &str = "_rge_compiled";
+const FORMAT: i64 = 1;
+
+fn weight_bytes(m: &Model) -> i64 {
+    m.program()
+        .consts
+        .iter()
+        .map(|t| t.dtype().bytes_for(t.len()) as i64)
+        .sum()
+}
+
+/// Writes `model` to `path` (GE ModelDef binary).
+pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
+    let mut ge = GeModel::new(model.graph().clone());
+    ge.name = model.graph().name().to_string();
+    let a = &mut ge.attrs;
+    a.set(COMPILED_ATTR, FORMAT);
+    a.set("memory_size", model.plan().arena_bytes as i64);
+    a.set("stream_num", i64::from(model.stream_count));
+    a.set("event_num", model.event_count as i64);
+    a.set("weight_size", weight_bytes(model));
+    a.set("target_type", "rge");
+    ge.write_binary(path, &WriteOptions::default())
+        .map_err(|e| RuntimeError::file(path.display(), e))
+}
+
+/// True when the GE model at `path` is a compiled model rge wrote.
+pub fn is_compiled_model(path: &Path) -> bool {
+    GeModel::read_binary(path)
+        .ok()
+        .is_some_and(|m| m.attrs.contains(COMPILED_ATTR))
+}
+
+fn int_attr(m: &GeModel, key: &str) -> Option<i64> {
+    match m.attrs.get(key) {
+        Some(AttrValue::Int(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+impl Session {
+    /// Loads a compiled model saved by [`save_model`] and lowers it, without compiling.
+    pub fn load_model(&self, path: &Path) -> RuntimeResult<Arc<Model>> {
+        let origin = path.display().to_string();
+        let ge = GeModel::read_binary(path).map_err(|e| RuntimeError::file(&origin, e))?;
+        match int_attr(&ge, COMPILED_ATTR) {
+            Some(FORMAT) => {}
+            Some(v) => {
+                return Err(RuntimeError::file(
+                    &origin,
+                    format!("compiled-model format {v}, this rge reads {FORMAT}"),
+                ))
+            }
+            None => {
+                return Err(RuntimeError::file(
+                    &origin,
+                    format!(
+                    "not a compiled model (no `{COMPILED_ATTR}`): compile it with `rge compile`"
+                ),
+                ))
+            }
+        }
+        let streams = int_attr(&ge, "stream_num").unwrap_or(0).max(0) as u32;
+        let events = int_attr(&ge, "event_num").unwrap_or(0).max(0) as usize;
+        let saved_arena = int_attr(&ge, "memory_size");
+        let model = self.model_from_compiled(ge.graph, streams, events)?;
+        if let Some(s) = saved_arena {
+            if s != model.plan().arena_bytes as i64 {
+                return Err(RuntimeError::file(
+                    &origin,
+                    format!(
+                        "the saved memory plan has {s} bytes, lowering planned {}",
+                        model.plan().arena_bytes
+                    ),
+                ));
+            }
+        }
+        Ok(Arc::new(model))
+    }
+}

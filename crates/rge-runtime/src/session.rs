@@ -1,0 +1,228 @@
+//! The session (the seed's `Session::AddGraph` flow): made with options, it takes graphs by id,
+//! builds them (compile pipeline, then lowering and memory planning), runs them, and removes
+//! them. A failed build or run leaves the session usable.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use rge_compiler::{CompileOptions, EngineManager};
+use rge_ir::ComputeGraph;
+use rge_kernels::{KernelRegistry, Value};
+use rge_ops::OpRegistry;
+
+use crate::converters::ConverterRegistry;
+use crate::engines::{manager_for, pipeline_for};
+use crate::error::{RuntimeError, RuntimeResult};
+use crate::exec::ExecutorKind;
+use crate::kernels::builtin_kernels;
+use crate::lower::{graph_opsets, lower_graph, LowerEnv};
+use crate::model::Model;
+use crate::single_op::SingleOp;
+
+/// Session options.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Worker threads of the parallel executor (0: one per core).
+    pub threads: usize,
+    /// The executor runs use unless told otherwise.
+    pub executor: ExecutorKind,
+    /// The largest arena a build may plan, in bytes.
+    pub memory_limit: Option<usize>,
+    /// Kernels of the compute engines.
+    pub kernels: KernelRegistry,
+    /// Threads a kernel may use.
+    pub kernel_threads: usize,
+    /// Options of the compile pipeline.
+    pub compile: CompileOptions,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            threads: 0,
+            executor: ExecutorKind::Sequential,
+            memory_limit: None,
+            kernels: KernelRegistry::default(),
+            kernel_threads: 1,
+            compile: CompileOptions::default(),
+        }
+    }
+}
+
+impl SessionOptions {
+    /// Options with `kernels`, defaults otherwise.
+    pub fn with_kernels(kernels: KernelRegistry) -> Self {
+        SessionOptions {
+            kernels,
+            ..Self::default()
+        }
+    }
+}
+
+struct Entry {
+    graph: ComputeGraph,
+    built: Option<Arc<Model>>,
+}
+
+/// A session: graphs by id, built and run with one set of options.
+pub struct Session {
+    options: SessionOptions,
+    ops: Arc<OpRegistry>,
+    builtin: KernelRegistry,
+    converters: ConverterRegistry,
+    manager: Arc<EngineManager>,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    graphs: BTreeMap<u32, Entry>,
+    ops_cache: Mutex<HashMap<String, Arc<SingleOp>>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("options", &self.options)
+            .field("graphs", &self.graphs.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Session {
+    /// A session with `options`.
+    pub fn new(options: SessionOptions) -> RuntimeResult<Self> {
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            options.threads
+        };
+        if threads > 4096 {
+            return Err(RuntimeError::option(
+                "threads",
+                format!("{threads} is too many"),
+            ));
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("rge-worker-{i}"))
+            .build()
+            .map_err(|e| RuntimeError::option("threads", e.to_string()))?;
+        let manager = manager_for(&options.kernels)?;
+        Ok(Session {
+            ops: OpRegistry::builtin(),
+            builtin: builtin_kernels(),
+            converters: ConverterRegistry::default(),
+            manager,
+            pool: Some(Arc::new(pool)),
+            graphs: BTreeMap::new(),
+            ops_cache: Mutex::new(HashMap::new()),
+            options,
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+
+    /// The converter registry (to add converters for other engines).
+    pub fn converters_mut(&mut self) -> &mut ConverterRegistry {
+        &mut self.converters
+    }
+
+    /// Adds `graph` as `id`; an id in use is an error.
+    pub fn add_graph(&mut self, id: u32, graph: ComputeGraph) -> RuntimeResult<()> {
+        if self.graphs.contains_key(&id) {
+            return Err(RuntimeError::Other(format!(
+                "graph {id} is already in the session"
+            )));
+        }
+        self.graphs.insert(id, Entry { graph, built: None });
+        Ok(())
+    }
+
+    /// Removes graph `id`; running models built from it keep working.
+    pub fn remove_graph(&mut self, id: u32) -> RuntimeResult<()> {
+        self.graphs
+            .remove(&id)
+            .map(|_| ())
+            .ok_or(RuntimeError::UnknownGraph(id))
+    }
+
+    /// The graph ids.
+    pub fn graph_ids(&self) -> Vec<u32> {
+        self.graphs.keys().copied().collect()
+    }
+
+    /// Compiles and lowers graph `id` (once; later calls return the same model).
+    pub fn build_graph(&mut self, id: u32) -> RuntimeResult<Arc<Model>> {
+        let entry = self.graphs.get(&id).ok_or(RuntimeError::UnknownGraph(id))?;
+        if let Some(m) = &entry.built {
+            return Ok(m.clone());
+        }
+        let model = Arc::new(self.compile_graph(entry.graph.clone())?);
+        if let Some(e) = self.graphs.get_mut(&id) {
+            e.built = Some(model.clone());
+        }
+        Ok(model)
+    }
+
+    /// Lowers an already compiled graph (a loaded compiled model) into a runnable model.
+    pub fn model_from_compiled(
+        &self,
+        graph: ComputeGraph,
+        stream_count: u32,
+        event_count: usize,
+    ) -> RuntimeResult<Model> {
+        let env = LowerEnv {
+            kernels: &self.options.kernels,
+            builtin: &self.builtin,
+            converters: &self.converters,
+            manager: Some(&self.manager),
+            opsets: graph_opsets(&graph),
+        };
+        let program = lower_graph(&env, &graph, graph.root())?;
+        if let Some(limit) = self.options.memory_limit {
+            if program.plan.arena_bytes > limit {
+                return Err(RuntimeError::option(
+                    "memory_limit",
+                    format!(
+                        "graph `{}` plans {} bytes of activations (lower bound {}), the limit is {limit}",
+                        graph.name(),
+                        program.plan.arena_bytes,
+                        program.plan.lower_bound
+                    ),
+                ));
+            }
+        }
+        Ok(Model {
+            program: Arc::new(program),
+            graph: Arc::new(graph),
+            pool: self.pool.clone(),
+            executor: self.options.executor,
+            kernel_threads: self.options.kernel_threads,
+            stream_count,
+            event_count,
+        })
+    }
+
+    /// Runs graph `id` (building it first when needed) with inputs in order.
+    pub fn run_graph(&mut self, id: u32, inputs: &[Value]) -> RuntimeResult<Vec<Value>> {
+        let m = self.build_graph(id)?;
+        m.run(inputs)
+    }
+
+    /// Runs the compile pipeline on `graph` and lowers the result.
+    pub fn compile_graph(&self, graph: ComputeGraph) -> RuntimeResult<Model> {
+        let pipeline = pipeline_for(
+            &self.options.kernels,
+            self.ops.clone(),
+            self.options.compile.clone(),
+        )?;
+        let compiled = pipeline
+            .compile(graph)
+            .map_err(|e| RuntimeError::Compile(e.to_string()))?;
+        self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len())
+    }
+
+    pub(crate) fn op_cache(&self) -> &Mutex<HashMap<String, Arc<SingleOp>>> {
+        &self.ops_cache
+    }
+}

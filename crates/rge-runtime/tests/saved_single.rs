@@ -1,0 +1,110 @@
+//! Saved compiled models and the single-op API.
+
+mod common;
+
+use common::*;
+use rge_kernels::{DType, Tensor, Value};
+use rge_runtime::{save_model, ExecutorKind, OpSpec, Profiler, Session, SessionOptions};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rge-runtime-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&d);
+    d
+}
+
+#[test]
+fn saved_model_loads_and_gives_the_same_outputs() {
+    let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    for (name, m, inputs) in [
+        ("chain", add_chain(50), vec![tensor(&[1], vec![2.0])]),
+        (
+            "scan_free",
+            {
+                let mut m = add_chain(4);
+                m.graph.as_mut().unwrap().node[2].op_type = "Mul".into();
+                m
+            },
+            vec![tensor(&[1], vec![3.0])],
+        ),
+    ] {
+        let built = s.compile_graph(to_graph(&m)).unwrap();
+        let want = built.run(&inputs).unwrap();
+        let path = tmp(&format!("{name}.om"));
+        save_model(&built, &path).unwrap();
+        assert!(rge_runtime::is_compiled_model(&path));
+        let loaded = s.load_model(&path).unwrap();
+        assert_eq!(loaded.plan(), built.plan());
+        for kind in ExecutorKind::ALL {
+            assert_eq!(
+                loaded.run_with(&inputs, kind, None).unwrap(),
+                want,
+                "{name} {kind}"
+            );
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+#[test]
+fn loading_a_plain_graph_is_a_clear_error() {
+    let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    let path = tmp("plain.pb");
+    rge_formats::ge::GeModel::new(to_graph(&add_chain(2)))
+        .write_binary(&path, &Default::default())
+        .unwrap();
+    let e = s.load_model(&path).unwrap_err().to_string();
+    assert!(e.contains("not a compiled model"), "{e}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn single_op_compiles_once_and_runs() {
+    let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    let spec = OpSpec::new(
+        "Add",
+        vec![
+            Some((DType::Float, vec![2, 2])),
+            Some((DType::Float, vec![2, 2])),
+        ],
+        1,
+    );
+    let a = tensor(&[2, 2], vec![1.0, 2.0, 3.0, 4.0]);
+    let b = tensor(&[2, 2], vec![10.0, 20.0, 30.0, 40.0]);
+    let out = s.execute_op(&spec, &[a.clone(), b.clone()]).unwrap();
+    assert_eq!(floats(&out[0]), vec![11.0, 22.0, 33.0, 44.0]);
+    let op = s.compile_op(&spec).unwrap();
+    assert_eq!(s.cached_ops(), 1);
+    assert_eq!(op.engine(), "cpu");
+    // A named engine.
+    let mut on_host = spec.clone();
+    on_host.engine = Some("host".into());
+    let op = s.compile_op(&on_host).unwrap();
+    assert_eq!(op.engine(), "host");
+    assert_eq!(s.cached_ops(), 2);
+    assert_eq!(op.execute(&[a, b]).unwrap(), out);
+    // Bad input names the input.
+    let e = op
+        .execute(&[
+            Value::Tensor(Tensor::scalar(1i64)),
+            tensor(&[2, 2], vec![0.0; 4]),
+        ])
+        .unwrap_err();
+    assert!(e.to_string().contains("input0"), "{e}");
+}
+
+#[test]
+fn profile_is_a_chrome_trace_with_engines() {
+    let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    let m = s.compile_graph(to_graph(&add_chain(5))).unwrap();
+    for kind in ExecutorKind::ALL {
+        let p = Profiler::new();
+        m.run_with(&[tensor(&[1], vec![0.0])], kind, Some(&p))
+            .unwrap();
+        assert_eq!(p.events().len(), 5, "{kind}");
+        let j = p.chrome_trace();
+        assert!(
+            j.contains("\"traceEvents\"") && j.contains("\"engine\":\"cpu\""),
+            "{j}"
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! `rge run MODEL [--input NAME=FILE]... [--output-dir DIR] [--executor KIND] [--threads N]
+//! [--profile trace.json]`: compiles (or loads a compiled model) and runs it. Inputs come from
+//! `.npy` or ONNX `TensorProto` `.pb` files; inputs not given are random, of the declared dtype
+//! and shape. Outputs are summarized and, with `--output-dir`, written as `.npy`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rge_kernels::{DType, Tensor, TensorData, Value};
+use rge_runtime::{io, ExecutorKind, Model, Profiler, Session, SessionOptions};
+
+use super::{CliError, CliResult};
+use crate::model;
+
+/// What `rge run` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    pub model: PathBuf,
+    /// `NAME=FILE` pairs.
+    pub inputs: Vec<String>,
+    pub output_dir: Option<PathBuf>,
+    pub executor: Option<String>,
+    pub threads: Option<usize>,
+    pub profile: Option<PathBuf>,
+}
+
+/// A session with the default kernels.
+pub fn session(executor: ExecutorKind, threads: Option<usize>) -> Result<Session, CliError> {
+    Ok(Session::new(SessionOptions {
+        executor,
+        threads: threads.unwrap_or(0),
+        ..SessionOptions::with_kernels(crate::kernels::default_kernels())
+    })?)
+}
+
+/// Builds `path`: a compiled model (`.om`, or a GE ModelDef `rge compile` wrote) is loaded,
+/// anything else compiled.
+pub fn build(s: &Session, path: &Path) -> Result<Arc<Model>, CliError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ext == "om" || (ext == "pb" && rge_runtime::is_compiled_model(path)) {
+        return Ok(s.load_model(path)?);
+    }
+    let (m, _) = model::load(path)?;
+    let graph = match m {
+        model::Model::Onnx(o) => o.graph,
+        model::Model::Ge(g) => g.graph,
+    };
+    s.compile_graph(graph)
+        .map(Arc::new)
+        .map_err(|e| CliError::new(format!("{}: {e}", path.display())))
+}
+
+fn summary(t: &Tensor) -> String {
+    let head = |v: Vec<String>| {
+        let more = if v.len() > 6 { ", …" } else { "" };
+        format!(
+            "[{}{more}]",
+            v.into_iter().take(6).collect::<Vec<_>>().join(", ")
+        )
+    };
+    if let TensorData::Strings(s) = t.data() {
+        return head(s.iter().map(|x| format!("{x:?}")).collect());
+    }
+    match t.view().to_f64_vec() {
+        Ok(v) if !v.is_empty() => {
+            let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            format!(
+                "{} min {min:.6} max {max:.6} mean {mean:.6}",
+                head(v.iter().map(|x| format!("{x:.6}")).collect())
+            )
+        }
+        Ok(_) => "[]".into(),
+        Err(_) => format!("({} bytes)", t.dtype().bytes_for(t.len())),
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Tensor(t) => format!("{}{:?} {}", t.dtype(), t.shape(), summary(t)),
+        Value::Sequence { elem, items } => format!("sequence<{elem}> of {}", items.len()),
+        Value::Optional(None) => "optional: empty".into(),
+        Value::Optional(Some(v)) => format!("optional: {}", describe(v)),
+    }
+}
+
+fn file_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("out_{s}")
+    } else {
+        s
+    }
+}
+
+/// `rge run`.
+pub fn run(args: &RunArgs) -> CliResult {
+    let executor: ExecutorKind = match &args.executor {
+        Some(e) => e.parse()?,
+        None => ExecutorKind::Sequential,
+    };
+    if args.threads == Some(0) {
+        return Err(CliError::new("option `--threads`: must be at least 1"));
+    }
+    let s = session(executor, args.threads)?;
+    let t0 = Instant::now();
+    let m = build(&s, &args.model)?;
+    let build_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut out = String::new();
+    let mut given: Vec<(String, Value)> = Vec::new();
+    for spec in &args.inputs {
+        let (name, file) = spec
+            .split_once('=')
+            .ok_or_else(|| CliError::new(format!("--input `{spec}`: expected NAME=FILE")))?;
+        let t = io::read_tensor(Path::new(file))?;
+        given.push((name.to_string(), Value::Tensor(t)));
+    }
+    let mut named = given.clone();
+    for (k, spec) in m.inputs().iter().enumerate() {
+        if given.iter().any(|(n, _)| n == &spec.name) {
+            continue;
+        }
+        let dtype = spec.dtype.unwrap_or(DType::Float);
+        let dims = spec.dims.clone().unwrap_or_default();
+        let t = io::random_tensor(dtype, &dims, k as u64 + 1)?;
+        let _ = writeln!(out, "input {}: random {}{:?}", spec.name, dtype, t.shape());
+        named.push((spec.name.clone(), Value::Tensor(t)));
+    }
+    let inputs = m.order_inputs(&named)?;
+    let profiler = args.profile.as_ref().map(|_| Profiler::new());
+    let t1 = Instant::now();
+    let outs = m.run_with(&inputs, executor, profiler.as_ref())?;
+    let run_ms = t1.elapsed().as_secs_f64() * 1e3;
+    let plan = m.plan();
+    let _ = writeln!(
+        out,
+        "{}: {} steps, {} streams, arena {} bytes (lower bound {}), build {build_ms:.1} ms, run {run_ms:.3} ms ({executor})",
+        args.model.display(),
+        m.program().steps.len(),
+        m.stream_count.max(1),
+        plan.arena_bytes,
+        plan.lower_bound
+    );
+    if let Some(dir) = &args.output_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::new(format!("{}: {e}", dir.display())))?;
+    }
+    for (name, v) in m.output_names().iter().zip(&outs) {
+        let _ = writeln!(out, "output {name}: {}", describe(v));
+        if let (Some(dir), Value::Tensor(t)) = (&args.output_dir, v) {
+            let path = dir.join(format!("{}.npy", file_name(name)));
+            let bytes = io::npy_bytes(t)?;
+            std::fs::write(&path, bytes)
+                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+        }
+    }
+    if let (Some(p), Some(path)) = (&profiler, &args.profile) {
+        std::fs::write(path, p.chrome_trace())
+            .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+        let _ = writeln!(
+            out,
+            "profile: {} ({} events)",
+            path.display(),
+            p.events().len()
+        );
+    }
+    Ok(out)
+}
