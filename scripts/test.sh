@@ -9,5 +9,6 @@ bash scripts/gen_onnx_node_tests.sh
 cargo test --workspace
 # The ONNX node tests through the whole pipeline; fails below the floor kept in the repo.
 cargo run --quiet -p rge -- conformance build/onnx-node-tests/node --min-pass "$(cat conformance/floor)" | tail -n 12
+cargo run --quiet -p rge -- run examples/tiny_cnn.onnx --input image=examples/tiny_cnn_image.npy > /dev/null
 cargo run --quiet -p rge-ir --example demo > /dev/null
-echo "example: ok"
+echo "examples: ok"
