@@ -38,10 +38,19 @@ fn tiny_cnn_matches_the_reference_on_every_executor_and_after_compile() {
     let model = examples().join("tiny_cnn.onnx");
     let check = |got: &[f32], what: &str| {
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-5 + 1e-3 * w.abs(), "{what}: element {i}: {g} vs {w}");
+            assert!(
+                (g - w).abs() <= 1e-5 + 1e-3 * w.abs(),
+                "{what}: element {i}: {g} vs {w}"
+            );
         }
     };
-    for ex in ["sequential", "topological", "parallel", "priority", "stream"] {
+    for ex in [
+        "sequential",
+        "topological",
+        "parallel",
+        "priority",
+        "stream",
+    ] {
         let got = run_example(&model, ex, &tmp.join(ex));
         check(&got, ex);
     }

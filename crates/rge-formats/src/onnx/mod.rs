@@ -97,7 +97,10 @@ impl OnnxModel {
 
 /// Converts one decoded `TensorProto` (a `.pb` test input, say) into a tensor; `origin` names
 /// it in messages. External data is refused (there is no model directory to resolve it in).
-pub fn tensor_from_proto(tp: &crate::onnx_proto::TensorProto, origin: &str) -> Result<rge_ir::Tensor> {
+pub fn tensor_from_proto(
+    tp: &crate::onnx_proto::TensorProto,
+    origin: &str,
+) -> Result<rge_ir::Tensor> {
     let mut ext = external::External::new(None);
     let at = tensor::At {
         file: origin,
@@ -107,7 +110,10 @@ pub fn tensor_from_proto(tp: &crate::onnx_proto::TensorProto, origin: &str) -> R
 }
 
 /// The `TensorProto` of a tensor (raw data or string data), named `name`.
-pub fn tensor_to_proto(t: &rge_ir::Tensor, name: &str) -> std::result::Result<crate::onnx_proto::TensorProto, String> {
+pub fn tensor_to_proto(
+    t: &rge_ir::Tensor,
+    name: &str,
+) -> std::result::Result<crate::onnx_proto::TensorProto, String> {
     tensor::tensor_to_proto(t, name)
 }
 
