@@ -9,11 +9,19 @@
 //!   search revisits every sink for each A node).
 //!
 //! For each shape and size: place, partition (cluster levels + the End/PlaceHolder plan), their
-//! sum and ns per node; materializing the partition graphs is timed apart. Then GE's reference
-//! merge on the adversarial shapes at smaller sizes, for comparison.
+//! sum and ns per node; materializing the partition graphs is timed apart. Each run places and
+//! partitions a freshly built copy of the same graph. After an untimed warm-up (rayon pool,
+//! code), the first run at each size is shown apart (`1st s`), then the size runs again (15
+//! times at ≤ 20k nodes, 5 at ≤ 200k, 3 above; the runs of all sizes interleaved, so that a
+//! change in the machine's load falls on all alike) and the run with the median total is shown
+//! with the fastest and slowest totals; the per-node ratio compares medians (and, in brackets,
+//! first runs). With `--keep-heap`, glibc is told to keep freed memory (see `keep_heap`), so that
+//! every size is measured in the same state: small sizes always reuse the memory of the previous
+//! run, while large ones otherwise take much of theirs fresh from the kernel each time. Then
+//! GE's reference merge on the adversarial shapes at smaller sizes, for comparison.
 //!
 //! `cargo bench -p rge-compiler --bench place_partition [-- --sizes 10000,100000]
-//! [--shapes random,alt-chain,fan-out] [--no-reference]`
+//! [--shapes random,alt-chain,fan-out] [--no-reference] [--keep-heap]`
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -194,23 +202,80 @@ fn secs(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// CPU seconds used by this process so far, all threads (utime + stime of /proc/self/stat,
-/// 100 ticks a second); 0 where unavailable. Wall time on a shared machine overstates.
+/// CPU seconds used by this process's live threads so far (the sum of
+/// `/proc/self/task/*/schedstat`, nanoseconds); 0 where unavailable. Wall time on a shared
+/// machine overstates; the pool's threads live as long as the process, so differences are
+/// exact.
 fn cpu_secs() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0.0;
     };
-    let Some(rest) = stat.rsplit(')').next() else {
-        return 0.0;
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
-    // After ")": state is field 0, utime field 11, stime field 12.
-    (tick(11) + tick(12)) / 100.0
+    let mut ns = 0u64;
+    for t in tasks.flatten() {
+        if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+            ns += s
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    ns as f64 / 1e9
+}
+
+/// One timed place + partition.
+struct Run {
+    place_s: f64,
+    part_s: f64,
+    cpu: f64,
+    parts: usize,
+    pairs: usize,
+    refused: usize,
+}
+
+impl Run {
+    fn total(&self) -> f64 {
+        self.place_s + self.part_s
+    }
+}
+
+/// Makes glibc keep freed memory in the process (no trimming; blocks up to 32 MiB from the
+/// heap, not fresh mappings), so each run at a size reuses the memory the previous one freed,
+/// as runs at small sizes always do. Without it, runs at 1M nodes get much of their memory
+/// fresh from the kernel, which costs about 3 µs per 4 KiB page on this kind of VM (the `1st s`
+/// column shows that cost at every size).
+fn keep_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn mallopt(param: i32, value: i32) -> i32;
+        }
+        const M_TRIM_THRESHOLD: i32 = -1;
+        const M_MMAP_THRESHOLD: i32 = -3;
+        // SAFETY: mallopt only sets allocator parameters; it is called before any other
+        // thread exists.
+        unsafe {
+            mallopt(M_TRIM_THRESHOLD, i32::MAX);
+            mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        }
+    }
+}
+
+/// Runs per size: small sizes take a few milliseconds and vary most, so they get more.
+fn reps_for(n: usize) -> usize {
+    match n {
+        0..=20_000 => 15,
+        20_001..=200_000 => 5,
+        _ => 3,
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let keep = args.iter().any(|a| a == "--keep-heap");
+    if keep {
+        keep_heap();
+    }
     let sizes: Vec<usize> = args
         .iter()
         .position(|a| a == "--sizes")
@@ -221,11 +286,16 @@ fn main() {
     let m = manager(&mut rng);
     let o = CompileOptions::default();
     println!(
-        "threads: {}  (rayon; placement decides nodes in parallel)",
-        rayon::current_num_threads()
+        "threads: {}  (rayon; placement decides nodes in parallel); heap: {}",
+        rayon::current_num_threads(),
+        if keep {
+            "kept (--keep-heap: freed memory is reused at every size)"
+        } else {
+            "allocator defaults (--keep-heap: keep freed memory for reuse)"
+        }
     );
     println!(
-        "{:<10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "{:<10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>4} {:>13}",
         "shape",
         "nodes",
         "place s",
@@ -236,7 +306,10 @@ fn main() {
         "parts",
         "pairs",
         "refused",
-        "mat s"
+        "mat s",
+        "1st s",
+        "reps",
+        "min-max total s"
     );
     let shapes: Vec<String> = args
         .iter()
@@ -244,57 +317,100 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|v| v.split(',').map(String::from).collect())
         .unwrap_or_else(|| vec!["random".into(), "alt-chain".into(), "fan-out".into()]);
+    // Warm-up (untimed): starts the rayon pool and brings the code in, so the first timed run
+    // (the smallest size, the ratio's denominator) is not charged for it.
     for shape in shapes.iter().map(String::as_str) {
-        let mut per_node = Vec::new();
-        for &n in &sizes {
-            let mut g = build(shape, n, &mut rng);
+        let mut g = build(shape, 10_000, &mut Rng(1));
+        place(&mut g, &m, &o).unwrap();
+        partition(&g, &m, &o, PartitionMode::Atomic, 0).unwrap();
+    }
+    for shape in shapes.iter().map(String::as_str) {
+        // Each run places and partitions a freshly built copy of the same graph (same seed).
+        // A size's first run is shown apart (`1st s`: the process meets that much memory for
+        // the first time); of its next `reps`, the run with the median total is shown, with
+        // the fastest and slowest. After the first runs, the runs of all sizes are interleaved
+        // so that a change in the machine's load falls on every size alike.
+        let mut schedule: Vec<(f64, usize, usize)> = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let runs = reps_for(n) + 1;
+            for rep in 0..runs {
+                schedule.push((rep as f64 / runs as f64, i, rep));
+            }
+        }
+        schedule.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut first = vec![0.0; sizes.len()];
+        let mut mat = vec!["-".to_string(); sizes.len()];
+        let mut runs: Vec<Vec<Run>> = sizes.iter().map(|_| Vec::new()).collect();
+        for &(_, i, rep) in &schedule {
+            let n = sizes[i];
+            let mut g = build(shape, n, &mut Rng(0x9e37_79b9_7f4a_7c15 ^ n as u64));
             let c0 = cpu_secs();
             let t = Instant::now();
             place(&mut g, &m, &o).unwrap();
-            let tp = secs(t);
+            let place_s = secs(t);
             let t = Instant::now();
             let plan = partition(&g, &m, &o, PartitionMode::Atomic, 0).unwrap();
-            let tq = secs(t);
+            let part_s = secs(t);
             let cpu = cpu_secs() - c0;
-            let total = tp + tq;
-            let ns = total * 1e9 / n as f64;
-            per_node.push((n, ns, total));
             let st = plan.levels.last().unwrap().stats;
-            // Building every partition graph (copies of all nodes, End/PlaceHolder nodes) is
-            // an IR-bound step, timed apart.
-            let mat = if n <= 100_000 {
-                let t = Instant::now();
-                let graphs = plan.materialize(&g).unwrap();
-                let s = secs(t);
-                drop(graphs);
-                format!("{s:.3}")
-            } else {
-                "-".into()
-            };
+            if rep == 0 {
+                first[i] = place_s + part_s;
+                // Building every partition graph (copies of all nodes, End/PlaceHolder nodes)
+                // is an IR-bound step, timed apart, once.
+                if n <= 100_000 {
+                    let t = Instant::now();
+                    let graphs = plan.materialize(&g).unwrap();
+                    mat[i] = format!("{:.3}", secs(t));
+                    drop(graphs);
+                }
+                continue;
+            }
+            runs[i].push(Run {
+                place_s,
+                part_s,
+                cpu,
+                parts: plan.partitions.len(),
+                pairs: plan.edges.len(),
+                refused: st.refused_path + st.refused_budget,
+            });
+        }
+        let mut per_node = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let runs = &mut runs[i];
+            runs.sort_by(|a, b| a.total().total_cmp(&b.total()));
+            let r = &runs[runs.len() / 2];
+            let total = r.total();
+            let ns = total * 1e9 / n as f64;
+            per_node.push((n, ns, total, first[i] * 1e9 / n as f64));
             println!(
-                "{:<10} {:>9} {:>8.3} {:>8.3} {:>8.3} {:>8.0} {:>8.2} {:>8} {:>8} {:>8} {:>8}",
+                "{:<10} {:>9} {:>8.3} {:>8.3} {:>8.3} {:>8.0} {:>8.3} {:>8} {:>8} {:>8} {:>8} {:>8.3} {:>4} {:>6.3}-{:.3}",
                 shape,
                 n,
-                tp,
-                tq,
+                r.place_s,
+                r.part_s,
                 total,
                 ns,
-                cpu,
-                plan.partitions.len(),
-                plan.edges.len(),
-                st.refused_path + st.refused_budget,
-                mat
+                r.cpu,
+                r.parts,
+                r.pairs,
+                r.refused,
+                mat[i],
+                first[i],
+                runs.len(),
+                runs[0].total(),
+                runs[runs.len() - 1].total()
             );
         }
-        if let (Some(first), Some(last)) = (per_node.first(), per_node.last()) {
+        if let (Some(lo), Some(hi)) = (per_node.first(), per_node.last()) {
             println!(
-                "{:<10} per-node time at {} / at {}: {:.2} (bar ≤ 1.5); total at {}: {:.3} s (bar < 2 s at 1M)",
+                "{:<10} per-node time at {} / at {}: {:.2} (bar ≤ 1.5; first runs: {:.2}); total at {}: {:.3} s (bar < 2 s at 1M)",
                 shape,
-                last.0,
-                first.0,
-                last.1 / first.1,
-                last.0,
-                last.2
+                hi.0,
+                lo.0,
+                hi.1 / lo.1,
+                hi.3 / lo.3,
+                hi.0,
+                hi.2
             );
         }
     }

@@ -4,9 +4,9 @@
 //! the op wins. Nodes are decided in parallel; re-assign passes then run in order; the winner
 //! is recorded on each op desc (engine, kernel library, and GE's three attributes).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
@@ -21,6 +21,9 @@ use crate::error::{CompileError, CompileResult, NoEngine};
 use crate::manager::{EngineId, EngineManager, Exclusions};
 use crate::options::CompileOptions;
 use crate::placement::{Decision, NodePlacement, Placement, TypeAnswer};
+
+/// Every engine's answer for one op type, shared by the workers that decide nodes.
+type Answers = Arc<Vec<(EngineId, TypeAnswer)>>;
 
 /// A placement decision before it is recorded.
 fn placed(engine: EngineId, decision: Decision, kernel_lib: Option<&str>) -> NodePlacement {
@@ -128,10 +131,11 @@ impl<'a> Placer<'a> {
         Ok(id)
     }
 
+    /// Decides one node; `list` is every engine's answer for its op type.
     fn decide(
         &self,
         op: &OpDesc,
-        types: &HashMap<&str, Vec<(EngineId, TypeAnswer)>>,
+        list: &[(EngineId, TypeAnswer)],
     ) -> Result<NodePlacement, Box<CompileError>> {
         let m = self.manager;
         let specified = str_attr(op, SPECIFIED_ENGINE_NAME);
@@ -155,7 +159,6 @@ impl<'a> Placer<'a> {
                 return Ok(placed(id, Decision::Kept, lib));
             }
         }
-        let list = &types[op.op_type()];
         let mut rejected: Vec<(EngineId, Box<str>)> = Vec::new();
         for (id, a) in list {
             if *a != TypeAnswer::Candidate {
@@ -200,30 +203,34 @@ impl<'a> Placer<'a> {
         let excl = self.manager.exclusions(self.options)?;
         let order = graph.all_nodes(graph.root());
         let g: &ComputeGraph = graph;
-        let distinct = order
+        // One pass over the nodes: each worker keeps the type answers it has met (computed
+        // once per type overall, in `types`), decides, and notes whether the op carries any
+        // attribute (the re-assign passes look only at those).
+        let types: Mutex<HashMap<&str, Answers>> = Mutex::new(HashMap::new());
+        let decided: Vec<(Result<NodePlacement, Box<CompileError>>, bool)> = order
             .par_iter()
             .with_min_len(4096)
-            .fold(HashSet::new, |mut s, &n| {
-                s.insert(g.op(n).expect("live node").op_type());
-                s
+            .map_init(HashMap::<&str, Answers>::new, |seen, &n| {
+                let op = g.op(n).expect("live node");
+                let t = op.op_type();
+                let list = seen.entry(t).or_insert_with(|| {
+                    let mut all = types.lock().unwrap_or_else(PoisonError::into_inner);
+                    all.entry(t)
+                        .or_insert_with(|| Arc::new(self.type_answers(t, &excl)))
+                        .clone()
+                });
+                (self.decide(op, list), !op.attrs().is_empty())
             })
-            .reduce(HashSet::new, |mut a, b| {
-                a.extend(b);
-                a
-            });
-        let types: HashMap<&str, Vec<(EngineId, TypeAnswer)>> = distinct
-            .into_iter()
-            .map(|t| (t, self.type_answers(t, &excl)))
-            .collect();
-        let decided: Vec<Result<NodePlacement, Box<CompileError>>> = order
-            .par_iter()
-            .with_min_len(4096)
-            .map(|&n| self.decide(g.op(n).expect("live node"), &types))
             .collect();
         let mut nodes = SecondaryMap::with_capacity(order.len());
-        for (&n, d) in order.iter().zip(decided) {
+        let mut attributed = Vec::new();
+        for (&n, (d, has_attrs)) in order.iter().zip(decided) {
             nodes.insert(n, d.map_err(|e| *e)?);
+            if has_attrs {
+                attributed.push(n);
+            }
         }
+        let types = types.into_inner().unwrap_or_else(PoisonError::into_inner);
         let mut placement = Placement {
             nodes,
             order,
@@ -237,12 +244,19 @@ impl<'a> Placer<'a> {
                 .ids()
                 .map(|id| self.manager.kernel_lib(id).to_string())
                 .collect(),
-            type_answers: types.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            type_answers: types
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = Arc::try_unwrap(v).unwrap_or_else(|v| (*v).clone());
+                    (k.to_string(), v)
+                })
+                .collect(),
         };
         let ctx = ReassignCtx {
             graph,
             manager: self.manager,
             exclusions: &excl,
+            attributed: &attributed,
         };
         for p in &self.passes {
             p.run(&ctx, &mut placement)?;
@@ -252,21 +266,45 @@ impl<'a> Placer<'a> {
     }
 }
 
+/// GE's attributes naming a node's kernel library and engine, in the order of their values
+/// `[lib, engine, lib]`.
+const GE_ATTRS: [&str; 3] = [
+    OP_KERNEL_LIB_NAME,
+    LXFUSION_ENGINE_NAME,
+    LXFUSION_OP_KERNEL_LIB_NAME,
+];
+
 /// Writes each node's engine and kernel library onto its op desc, with GE's attributes
 /// `_ge_attr_op_kernel_lib_name`, `_lxfusion_engine_name`, `_lxfusion_op_kernel_lib_name`.
-/// (Serial: preparing the values on worker threads measured slower, allocation-bound.)
+///
+/// Serial (the graph gives out one op at a time) and allocation-bound, so it allocates as
+/// little as it can: attribute names are never copied, the attribute vector is sized once,
+/// and values already recorded (a re-placement) are left alone.
 pub fn record(graph: &mut ComputeGraph, placement: &Placement) {
     for &n in placement.nodes() {
-        let p = &placement.nodes[n];
-        let engine = placement.engine_name(p.engine);
+        let engine = placement.engine_name(placement.nodes[n].engine);
         let lib = placement.kernel_lib(n).expect("placed node");
         let Some(op) = graph.op_mut(n) else { continue };
+        record_in_place(op, engine, lib);
+    }
+}
+
+/// Records `engine` and `lib` on `op`, leaving values already there (most ops have none: the
+/// three attributes then go into one vector sized for them).
+fn record_in_place(op: &mut OpDesc, engine: &str, lib: &str) {
+    if op.engine_name() != engine {
         op.set_engine_name(engine);
+    }
+    if op.kernel_lib_name() != lib {
         op.set_kernel_lib_name(lib);
-        let attrs = op.attrs_mut();
-        attrs.set(OP_KERNEL_LIB_NAME, lib);
-        attrs.set(LXFUSION_ENGINE_NAME, engine);
-        attrs.set(LXFUSION_OP_KERNEL_LIB_NAME, lib);
+    }
+    let attrs = op.attrs_mut();
+    let present = GE_ATTRS.iter().filter(|k| attrs.contains(k)).count();
+    attrs.reserve(GE_ATTRS.len() - present);
+    for (key, value) in GE_ATTRS.into_iter().zip([lib, engine, lib]) {
+        if present == 0 || attrs.get_str(key) != Ok(Some(value)) {
+            attrs.set_static(key, value);
+        }
     }
 }
 

@@ -19,6 +19,10 @@ pub struct ReassignCtx<'a> {
     pub graph: &'a ComputeGraph,
     pub manager: &'a EngineManager,
     pub exclusions: &'a Exclusions,
+    /// The placed nodes whose ops carry at least one attribute, in placement order: all that
+    /// a pass keyed on attributes needs to look at (most nodes of a large graph carry none
+    /// before placement records its own).
+    pub attributed: &'a [NodeId],
 }
 
 impl ReassignCtx<'_> {
@@ -62,8 +66,8 @@ impl ReassignPass for HostExecPass {
     }
 
     fn run(&self, ctx: &ReassignCtx<'_>, placement: &mut Placement) -> CompileResult<()> {
-        let flagged_nodes: Vec<NodeId> = placement
-            .nodes()
+        let flagged_nodes: Vec<NodeId> = ctx
+            .attributed
             .par_iter()
             .with_min_len(4096)
             .copied()
@@ -126,8 +130,8 @@ impl ReassignPass for DynamicDataFlowPass {
     }
 
     fn run(&self, ctx: &ReassignCtx<'_>, placement: &mut Placement) -> CompileResult<()> {
-        let members: Vec<(NodeId, String)> = placement
-            .nodes()
+        let members: Vec<(NodeId, String)> = ctx
+            .attributed
             .par_iter()
             .with_min_len(4096)
             .filter_map(|&n| {

@@ -3,6 +3,7 @@
 //! An [`AttrMap`] is one pointer wide and allocates nothing while empty; it iterates in key
 //! order, which is also the order GE's deterministic serializer writes map entries in.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::dtype::DataType;
@@ -132,10 +133,19 @@ impl NamedAttrs {
 ///
 /// Stored as a vector sorted by name: ops carry a handful of attributes, for which a sorted
 /// vector is smaller (one small allocation instead of a ~700-byte B-tree leaf) and as fast.
+/// Names set with [`AttrMap::set_static`] are kept as `&'static str`, with no copy: a pass
+/// that stamps the same few attributes on a million ops allocates only their values.
 #[derive(Clone, Default)]
 // The box keeps the map one pointer wide (a bare Vec is three words).
 #[allow(clippy::box_collection)]
-pub struct AttrMap(Option<Box<Vec<(String, AttrValue)>>>);
+pub struct AttrMap(Option<Box<Vec<(Key, AttrValue)>>>);
+
+/// An attribute name: owned, or borrowed for the program's life.
+type Key = Cow<'static, str>;
+
+/// Maps up to this size are searched linearly, comparing lengths first (no string is read
+/// unless the lengths match); larger ones by binary search.
+const LINEAR: usize = 8;
 
 impl AttrMap {
     /// An empty map.
@@ -143,13 +153,24 @@ impl AttrMap {
         AttrMap(None)
     }
 
-    fn entries(&self) -> &[(String, AttrValue)] {
+    fn entries(&self) -> &[(Key, AttrValue)] {
         self.0.as_deref().map_or(&[], |v| v.as_slice())
+    }
+
+    /// The index of `name`, for reads.
+    fn position(&self, name: &str) -> Option<usize> {
+        let e = self.entries();
+        if e.len() <= LINEAR {
+            e.iter()
+                .position(|(k, _)| k.len() == name.len() && k.as_ref() == name)
+        } else {
+            self.find(name).ok()
+        }
     }
 
     fn find(&self, name: &str) -> std::result::Result<usize, usize> {
         self.entries()
-            .binary_search_by(|(k, _)| k.as_str().cmp(name))
+            .binary_search_by(|(k, _)| k.as_ref().cmp(name))
     }
 
     /// The number of attributes.
@@ -162,20 +183,30 @@ impl AttrMap {
         self.len() == 0
     }
 
+    /// Room for `additional` more attributes without reallocating (allocates the map's storage
+    /// when empty).
+    pub fn reserve(&mut self, additional: usize) {
+        if additional > 0 {
+            self.0
+                .get_or_insert_with(Default::default)
+                .reserve_exact(additional);
+        }
+    }
+
     /// True if attribute `name` is set.
     pub fn contains(&self, name: &str) -> bool {
-        self.find(name).is_ok()
+        self.position(name).is_some()
     }
 
     /// Attribute `name`.
     pub fn get(&self, name: &str) -> Option<&AttrValue> {
-        let i = self.find(name).ok()?;
+        let i = self.position(name)?;
         Some(&self.entries()[i].1)
     }
 
     /// Attribute `name`, mutable.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut AttrValue> {
-        let i = self.find(name).ok()?;
+        let i = self.position(name)?;
         Some(&mut self.0.as_mut()?[i].1)
     }
 
@@ -185,8 +216,20 @@ impl AttrMap {
         name: impl Into<String>,
         value: impl Into<AttrValue>,
     ) -> Option<AttrValue> {
-        let name = name.into();
-        let value = value.into();
+        self.insert(Cow::Owned(name.into()), value.into())
+    }
+
+    /// Sets attribute `name` (a constant), returning the previous value. The same as
+    /// [`AttrMap::set`] but the name is not copied.
+    pub fn set_static(
+        &mut self,
+        name: &'static str,
+        value: impl Into<AttrValue>,
+    ) -> Option<AttrValue> {
+        self.insert(Cow::Borrowed(name), value.into())
+    }
+
+    fn insert(&mut self, name: Key, value: AttrValue) -> Option<AttrValue> {
         match self.find(&name) {
             Ok(i) => Some(std::mem::replace(
                 &mut self.0.as_mut().expect("found")[i].1,
@@ -202,7 +245,7 @@ impl AttrMap {
 
     /// Removes attribute `name`, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<AttrValue> {
-        let i = self.find(name).ok()?;
+        let i = self.position(name)?;
         let m = self.0.as_mut()?;
         let (_, v) = m.remove(i);
         if m.is_empty() {
@@ -214,7 +257,7 @@ impl AttrMap {
     /// Keeps only the attributes for which `keep` returns true.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut AttrValue) -> bool) {
         if let Some(m) = self.0.as_mut() {
-            m.retain_mut(|(k, v)| keep(k, v));
+            m.retain_mut(|(k, v)| keep(k.as_ref(), v));
             if m.is_empty() {
                 self.0 = None;
             }
@@ -223,7 +266,7 @@ impl AttrMap {
 
     /// The attributes in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> + '_ {
-        self.entries().iter().map(|(k, v)| (k.as_str(), v))
+        self.entries().iter().map(|(k, v)| (k.as_ref(), v))
     }
 
     /// The attributes in key order, values mutable.
@@ -231,12 +274,12 @@ impl AttrMap {
         self.0
             .iter_mut()
             .flat_map(|m| m.iter_mut())
-            .map(|(k, v)| (k.as_str(), v))
+            .map(|(k, v)| (&**k, v))
     }
 
     /// The attribute names in order.
     pub fn keys(&self) -> impl Iterator<Item = &str> + '_ {
-        self.entries().iter().map(|(k, _)| k.as_str())
+        self.entries().iter().map(|(k, _)| k.as_ref())
     }
 
     /// Removes every attribute (and frees the map).
@@ -480,6 +523,36 @@ mod tests {
             format!("{:?}", AttrMap::from_iter([("k", true)])),
             r#"{"k": Bool(true)}"#
         );
+    }
+
+    #[test]
+    fn static_names_reserve_and_large_maps() {
+        let mut m = AttrMap::new();
+        m.reserve(0);
+        assert!(m.0.is_none(), "reserving nothing allocates nothing");
+        m.reserve(3);
+        assert!(m.0.as_ref().is_some_and(|v| v.capacity() >= 3) && m.is_empty());
+        assert_eq!(m.set_static("b", 1i64), None);
+        assert_eq!(m.set("a", 2i64), None);
+        assert_eq!(m.set_static("a", 3i64), Some(AttrValue::Int(2)));
+        assert_eq!(m.set("b", 4i64), Some(AttrValue::Int(1)));
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let mut owned = AttrMap::new();
+        owned.set("b", 4i64);
+        owned.set("a", 3i64);
+        assert_eq!(m, owned, "static and owned names compare by text");
+        // Past the linear-search size: binary search, same answers.
+        for i in (0..40).rev() {
+            m.set(format!("k{i:02}"), i as i64);
+        }
+        assert_eq!(m.len(), 42);
+        for i in 0..40 {
+            assert_eq!(m.get_int(&format!("k{i:02}")).unwrap(), Some(i as i64));
+        }
+        assert!(!m.contains("k40") && m.contains("a"));
+        assert_eq!(m.remove("k07"), Some(AttrValue::Int(7)));
+        let keys: Vec<&str> = m.keys().collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
     }
 
     #[test]

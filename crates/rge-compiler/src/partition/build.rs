@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use rge_ir::{AttrValue, ComputeGraph, NodeId, OpDesc, OutAnchor, TensorDesc};
 
 use super::plan::location;
-use super::{CrossingEdge, Item, PartitionPlan};
+use super::{CrossingEdge, ItemKind, PartitionPlan};
 use crate::attr_names::*;
 use crate::error::{CompileError, CompileResult};
 use crate::graph_copy::copy_node;
@@ -82,11 +82,12 @@ fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResul
             .filter(|l| l.0 == p)
             .and_then(|l| local[l.1 as usize])
     };
+    let nodes = plan.nodes_of(p);
     for item in items {
-        match *item {
-            Item::Node(id) => {
+        match item.kind() {
+            ItemKind::Node(slot) => {
+                let id = nodes[slot as usize];
                 let new = copy_node(graph, id, None, &mut g, root).map_err(ir)?;
-                let slot = location(plan, id).expect("planned node").1;
                 local[slot as usize] = Some(new);
                 let node = graph.node(id).expect("live node");
                 for (i, peer) in node.input_peers().iter().enumerate() {
@@ -110,7 +111,7 @@ fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResul
                     }
                 }
             }
-            Item::End(n) => {
+            ItemKind::End(n) => {
                 let e = &plan.edges[n as usize];
                 let end = g.add_node(root, end_op(plan, graph, e)).map_err(ir)?;
                 let from = mapped(&local, e.src.node).expect("producer precedes its End");
@@ -125,7 +126,7 @@ fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResul
                 };
                 g.link(src, dst).map_err(ir)?;
             }
-            Item::Pld(n) => {
+            ItemKind::Pld(n) => {
                 let e = &plan.edges[n as usize];
                 let pld = g
                     .add_node(root, placeholder_op(plan, graph, e))

@@ -4,12 +4,17 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::OnceLock;
 
+use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
-use rge_ir::{ComputeGraph, GraphId, NodeId, SortOptions};
+use rge_ir::{ComputeGraph, GraphId, Node, NodeId, SortOptions};
 
 use crate::error::{CompileError, CompileResult};
+
+/// Nodes per parallel work item when reading the graph.
+const CHUNK: usize = 4096;
 
 /// Compressed adjacency: `start[v]..start[v + 1]` indexes `list`.
 #[derive(Debug, Clone, Default)]
@@ -77,8 +82,8 @@ pub struct DenseGraph {
     /// Per entry of `preds.list`: the link's anchors, (producer out index, consumer in
     /// index), -1 for control.
     pub pred_ports: Vec<(i32, i32)>,
-    /// Consumers of each node.
-    pub succs: Csr,
+    /// Consumers of each node, built on first use (the partitioner never needs them).
+    succs: OnceLock<Csr>,
 }
 
 impl DenseGraph {
@@ -92,7 +97,12 @@ impl DenseGraph {
         self.preds.of(v)
     }
     pub fn succs(&self, v: u32) -> &[u32] {
-        self.succs.of(v)
+        self.succ_csr().of(v)
+    }
+    /// Consumers of each node, as one adjacency.
+    pub fn succ_csr(&self) -> &Csr {
+        self.succs
+            .get_or_init(|| self.preds.transpose(self.ids.len()))
     }
     /// `preds(v)` with each link's (producer out index, consumer in index).
     pub fn pred_links(&self, v: u32) -> impl Iterator<Item = (u32, i32, i32)> + '_ {
@@ -108,45 +118,85 @@ impl DenseGraph {
 
     /// The topology of graph `g` of `graph`. A cycle is an error naming its nodes.
     pub fn new(graph: &ComputeGraph, g: GraphId) -> CompileResult<Self> {
+        Self::with_info(graph, g, |_| ()).map(|(d, _)| d)
+    }
+
+    /// [`DenseGraph::new`], also computing `info` for each node in the same (parallel) pass
+    /// over the nodes; the infos come in the order of `ids`.
+    pub(crate) fn with_info<'g, T: Send>(
+        graph: &'g ComputeGraph,
+        g: GraphId,
+        info: impl Fn(&'g Node) -> T + Sync,
+    ) -> CompileResult<(Self, Vec<T>)> {
         let ids0: Vec<NodeId> = graph.nodes_of(g).collect();
         let n = ids0.len();
         let mut index0 = SecondaryMap::with_capacity(n);
         for (i, &id) in ids0.iter().enumerate() {
             index0.insert(id, i as u32);
         }
-        let mut counts = vec![0u32; n];
-        for (i, &id) in ids0.iter().enumerate() {
-            let node = graph.node(id).expect("live node");
-            // Links never leave their graph (rge-ir's rule), so every peer is in `index0`.
-            counts[i] = node.in_link_count() as u32;
+        // Each chunk of nodes reads its nodes once: link counts, producers, anchors, infos.
+        // Links never leave their graph (rge-ir's rule), so every peer is in `index0`.
+        struct Chunk<T> {
+            counts: Vec<u32>,
+            list: Vec<u32>,
+            ports: Vec<(i32, i32)>,
+            infos: Vec<T>,
         }
-        let mut ports0: Vec<(i32, i32)> =
-            Vec::with_capacity(counts.iter().map(|&c| c as usize).sum());
-        let preds0 = Csr::from_counts(&counts, |list| {
-            for &id in &ids0 {
-                let node = graph.node(id).expect("live node");
-                for (i, p) in node.input_peers().iter().enumerate() {
-                    if let Some(p) = p {
-                        list.push(index0[p.node]);
-                        ports0.push((p.index, i as i32));
+        let chunks: Vec<Chunk<T>> = ids0
+            .par_chunks(CHUNK)
+            .map(|ids| {
+                let mut c = Chunk {
+                    counts: Vec::with_capacity(ids.len()),
+                    list: Vec::with_capacity(ids.len() * 2),
+                    ports: Vec::with_capacity(ids.len() * 2),
+                    infos: Vec::with_capacity(ids.len()),
+                };
+                for &id in ids {
+                    let node = graph.node(id).expect("live node");
+                    let before = c.list.len();
+                    for (i, p) in node.input_peers().iter().enumerate() {
+                        if let Some(p) = p {
+                            c.list.push(index0[p.node]);
+                            c.ports.push((p.index, i as i32));
+                        }
                     }
+                    for p in node.in_ctrl_peers() {
+                        c.list.push(index0[p.node]);
+                        c.ports.push((p.index, -1));
+                    }
+                    c.counts.push((c.list.len() - before) as u32);
+                    c.infos.push(info(node));
                 }
-                for p in node.in_ctrl_peers() {
-                    list.push(index0[p.node]);
-                    ports0.push((p.index, -1));
-                }
-            }
-        });
+                c
+            })
+            .collect();
+        let links: usize = chunks.iter().map(|c| c.list.len()).sum();
+        let mut start = Vec::with_capacity(n + 1);
+        let mut list = Vec::with_capacity(links);
+        let mut ports0 = Vec::with_capacity(links);
+        let mut infos = Vec::with_capacity(n);
+        start.push(0u32);
+        for c in chunks {
+            let mut acc = *start.last().expect("non-empty");
+            start.extend(c.counts.iter().map(|&k| {
+                acc += k;
+                acc
+            }));
+            list.extend_from_slice(&c.list);
+            ports0.extend_from_slice(&c.ports);
+            infos.extend(c.infos);
+        }
+        let preds0 = Csr { start, list };
         let sorted = (0..n as u32).all(|v| preds0.of(v).iter().all(|&u| u < v));
         if sorted {
-            let succs = preds0.transpose(n);
-            return Ok(DenseGraph {
+            let dense = DenseGraph {
                 ids: ids0,
                 index: index0,
                 preds: preds0,
                 pred_ports: ports0,
-                succs,
-            });
+                succs: OnceLock::new(),
+            };
+            return Ok((dense, infos));
         }
         // Kahn's algorithm, smallest original position first.
         let succs0 = preds0.transpose(n);
@@ -182,6 +232,11 @@ impl DenseGraph {
             pos[old as usize] = new as u32;
         }
         let ids: Vec<NodeId> = order.iter().map(|&o| ids0[o as usize]).collect();
+        let mut slots: Vec<Option<T>> = infos.into_iter().map(Some).collect();
+        let infos: Vec<T> = order
+            .iter()
+            .map(|&o| slots[o as usize].take().expect("each node once"))
+            .collect();
         let mut index = SecondaryMap::with_capacity(n);
         for (i, &id) in ids.iter().enumerate() {
             index.insert(id, i as u32);
@@ -195,14 +250,14 @@ impl DenseGraph {
                 pred_ports.extend_from_slice(&ports0[a as usize..b as usize]);
             }
         });
-        let succs = preds.transpose(n);
-        Ok(DenseGraph {
+        let dense = DenseGraph {
             ids,
             index,
             preds,
             pred_ports,
-            succs,
-        })
+            succs: OnceLock::new(),
+        };
+        Ok((dense, infos))
     }
 }
 
@@ -231,6 +286,14 @@ mod tests {
         assert_eq!(d.ids, [a, b, c]);
         assert_eq!(d.preds(2), [1, 0]);
         assert_eq!(d.succs(0), [1, 2]);
+        assert_eq!(
+            d.pred_links(2).collect::<Vec<_>>(),
+            [(1, 0, 0), (0, -1, -1)]
+        );
+        // Infos follow the reordered ids.
+        let (d, names) = DenseGraph::with_info(&g, r, |node| node.op().name()).unwrap();
+        assert_eq!(d.ids, [a, b, c]);
+        assert_eq!(names, ["a", "b", "c"]);
         g.add_control_edge(c, a).unwrap();
         let e = DenseGraph::new(&g, r).unwrap_err();
         assert!(e.to_string().contains("cycle"), "{e}");

@@ -22,7 +22,6 @@ mod plan;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
-use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
 use rge_ir::{op_types, AttrMap, ComputeGraph, InAnchor, NodeId, OpDesc, OutAnchor};
@@ -124,11 +123,44 @@ impl PartitionInfo {
 
 /// What a partition graph holds, in GE's order: a node, then the PlaceHolders of its inputs
 /// from other partitions; End nodes join the source's partition as their links are met.
+/// Packed in 4 bytes (a plan of a million-node graph holds several million): the kind in the
+/// top two bits, then a node's position in its partition's nodes, or a crossing link's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Item {
-    Node(NodeId),
+pub(crate) struct Item(u32);
+
+/// An [`Item`] unpacked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ItemKind {
+    /// The node at this position of the partition's nodes (`nodes_of`).
+    Node(u32),
+    /// The End of this crossing link.
     End(u32),
+    /// The PlaceHolder of this crossing link.
     Pld(u32),
+}
+
+impl Item {
+    const SHIFT: u32 = 30;
+    const MASK: u32 = (1 << Self::SHIFT) - 1;
+
+    pub(crate) fn new(kind: ItemKind) -> Self {
+        let (tag, x) = match kind {
+            ItemKind::Node(x) => (0, x),
+            ItemKind::End(x) => (1, x),
+            ItemKind::Pld(x) => (2, x),
+        };
+        assert!(x <= Self::MASK, "more than 2^30 nodes or links in a plan");
+        Item(tag << Self::SHIFT | x)
+    }
+
+    pub(crate) fn kind(self) -> ItemKind {
+        let x = self.0 & Self::MASK;
+        match self.0 >> Self::SHIFT {
+            0 => ItemKind::Node(x),
+            1 => ItemKind::End(x),
+            _ => ItemKind::Pld(x),
+        }
+    }
 }
 
 /// A link between two partitions: one End/PlaceHolder pair, `index` being GE's `peerIndex`.
@@ -262,9 +294,12 @@ pub fn partition(
     times: u32,
 ) -> CompileResult<PartitionPlan> {
     let root = graph.root();
-    let dense = DenseGraph::new(graph, root)?;
-    let n = dense.len();
-    let excl = manager.exclusions(options)?;
+    let excl = manager.exclusions(options);
+    if excl.is_err() {
+        // A broken graph is reported before bad options, as it always was.
+        DenseGraph::new(graph, root)?;
+    }
+    let excl = excl?;
     let perr = |message: String| CompileError::Partition {
         graph: graph.name().to_string(),
         message,
@@ -293,68 +328,83 @@ pub fn partition(
         key_of_engine.insert(manager.name(id), k);
     }
 
-    // Per node, read in parallel: data-like?, engine key, label, stage, unknown shape.
+    // Per node, read in the same parallel pass that builds the topology: data-like?, engine
+    // key, label, stage, unknown shape.
+    // Kept small (16 bytes): a million-node graph has a million of them. Stages and labels
+    // are rare, so they sit in a box of their own.
     struct NodeKeys<'a> {
+        /// The engine key; `NO_ENGINE`: unplaced or on an unknown engine.
+        engine: u32,
         data: bool,
         unknown: bool,
-        stage: Option<i64>,
-        label: Option<&'a str>,
-        engine: Result<u32, &'a str>,
+        rare: Option<Box<(Option<i64>, Option<&'a str>)>>,
     }
-    let infos: Vec<NodeKeys<'_>> = dense
-        .ids
-        .par_iter()
-        .with_min_len(4096)
-        .map(|&id| {
-            let node = graph.node(id).expect("live node");
-            let op = node.op();
-            let data = is_data_like_source(op, node.in_link_count());
-            let e = op.engine_name();
-            NodeKeys {
-                data,
-                unknown: has_unknown_shape(op),
-                stage: op.attrs().get_int(STAGE_LEVEL).ok().flatten(),
-                label: op.attrs().get_str(STREAM_LABEL).ok().flatten(),
-                engine: if data {
-                    Ok(0)
-                } else {
-                    key_of_engine.get(e).copied().ok_or(e)
-                },
-            }
-        })
-        .collect();
+    const NO_ENGINE: u32 = u32::MAX;
+    let (dense, infos) = DenseGraph::with_info(graph, root, |node| {
+        let op = node.op();
+        let data = is_data_like_source(op, node.in_link_count());
+        let attrs = op.attrs();
+        let stage = attrs.get_int(STAGE_LEVEL).ok().flatten();
+        let label = attrs.get_str(STREAM_LABEL).ok().flatten();
+        NodeKeys {
+            engine: if data {
+                0
+            } else {
+                let e = op.engine_name();
+                key_of_engine.get(e).copied().unwrap_or(NO_ENGINE)
+            },
+            data,
+            unknown: has_unknown_shape(op),
+            rare: (stage.is_some() || label.is_some()).then(|| Box::new((stage, label))),
+        }
+    })?;
+    let n = dense.len();
     let mut labels: HashMap<&str, u32> = HashMap::new();
+    // Label `k` is `label_names[k]`; 0 is no label.
+    let mut label_names: Vec<&str> = vec![""];
     let mut data = vec![false; n];
     let mut engine = vec![0u32; n];
     let mut label = vec![0u32; n];
-    let mut stage: Vec<Option<i64>> = vec![None; n];
+    // Per node its stage; empty when no node has one (the usual case).
+    let mut stage: Vec<Option<i64>> = Vec::new();
     let mut unknown = vec![false; n];
     for (v, info) in infos.iter().enumerate() {
         data[v] = info.data;
         unknown[v] = info.unknown;
-        stage[v] = info.stage;
-        if let Some(l) = info.label {
-            let k = labels.len() as u32 + 1;
-            label[v] = *labels.entry(l).or_insert(k);
-        }
-        engine[v] = match info.engine {
-            Ok(k) => k,
-            Err(e) => {
-                let name = graph.name_of(dense.ids[v]);
-                return Err(perr(if e.is_empty() {
-                    format!("node `{name}` is not placed; place the graph first")
-                } else {
-                    format!("node `{name}` is on unknown engine `{e}`")
-                }));
+        if let Some(rare) = &info.rare {
+            if rare.0.is_some() {
+                if stage.is_empty() {
+                    stage = vec![None; n];
+                }
+                stage[v] = rare.0;
             }
-        };
+            if let Some(l) = rare.1 {
+                let k = labels.len() as u32 + 1;
+                label[v] = *labels.entry(l).or_insert_with(|| {
+                    label_names.push(l);
+                    k
+                });
+            }
+        }
+        if info.engine == NO_ENGINE {
+            let id = dense.ids[v];
+            let name = graph.name_of(id);
+            let e = graph.op(id).expect("live node").engine_name();
+            return Err(perr(if e.is_empty() {
+                format!("node `{name}` is not placed; place the graph first")
+            } else {
+                format!("node `{name}` is on unknown engine `{e}`")
+            }));
+        }
+        engine[v] = info.engine;
     }
     drop(infos);
 
     let mut levels = Vec::new();
-    let mut group = vec![0u32; n];
+    // Per node its cluster at the previous level (empty before the first level).
+    let mut group: Vec<u32> = Vec::new();
     let key_of = |v: usize, k: u32| if data[v] { NO_MERGE } else { k };
-    if stage.iter().any(Option::is_some) {
+    if !stage.is_empty() {
         let mut int: HashMap<Option<i64>, u32> = HashMap::new();
         let keys: Vec<u32> = (0..n)
             .map(|v| {
@@ -367,7 +417,12 @@ pub fn partition(
     if unknown.iter().any(|&u| u) {
         let mut int = Interner::default();
         let keys: Vec<u32> = (0..n)
-            .map(|v| key_of(v, int.key((group[v], unknown[v] as u32, 0))))
+            .map(|v| {
+                key_of(
+                    v,
+                    int.key((group.get(v).copied().unwrap_or(0), unknown[v] as u32, 0)),
+                )
+            })
             .collect();
         group = run_level(&dense, &keys, options, "dynamic shape", &mut levels);
     }
@@ -396,6 +451,9 @@ pub fn partition(
         data: &data,
         engine: &engine,
         engine_names: &engine_names,
+        label: &label,
+        label_names: &label_names,
+        clusters: levels.last().map_or(n, |l| l.stats.clusters),
         stage: &stage,
         unknown: &unknown,
         mode,

@@ -12,8 +12,8 @@ use slotmap::SecondaryMap;
 use rge_ir::{ComputeGraph, InAnchor, NodeId, OutAnchor};
 
 use super::dense::DenseGraph;
-use super::{CrossingEdge, Item, PartitionInfo, PartitionMode, PartitionPlan};
-use crate::attr_names::{INPUT_NODES_SUBGRAPH, STREAM_LABEL};
+use super::{CrossingEdge, Item, ItemKind, PartitionInfo, PartitionMode, PartitionPlan};
+use crate::attr_names::INPUT_NODES_SUBGRAPH;
 use crate::error::CompileResult;
 
 pub(crate) struct PlanInput<'a> {
@@ -23,6 +23,12 @@ pub(crate) struct PlanInput<'a> {
     pub data: &'a [bool],
     pub engine: &'a [u32],
     pub engine_names: &'a [String],
+    /// Per node its stream label's index in `label_names` (0: none).
+    pub label: &'a [u32],
+    pub label_names: &'a [&'a str],
+    /// The number of clusters (a bound on the number of partitions).
+    pub clusters: usize,
+    /// Per node its stage; empty when no node has one.
     pub stage: &'a [Option<i64>],
     pub unknown: &'a [bool],
     pub mode: PartitionMode,
@@ -39,6 +45,9 @@ pub(crate) fn build_plan(input: PlanInput<'_>) -> CompileResult<PartitionPlan> {
         data,
         engine,
         engine_names,
+        label,
+        label_names,
+        clusters,
         stage,
         unknown,
         mode,
@@ -47,7 +56,7 @@ pub(crate) fn build_plan(input: PlanInput<'_>) -> CompileResult<PartitionPlan> {
     let n = dense.len();
     let has_input = data.iter().any(|&d| d);
     let names: Vec<Arc<str>> = engine_names.iter().map(|e| Arc::from(e.as_str())).collect();
-    let mut partitions: Vec<PartitionInfo> = Vec::new();
+    let mut partitions: Vec<PartitionInfo> = Vec::with_capacity(clusters + 1);
     let new_info = |k: u32, rank: u32, engine: Arc<str>| PartitionInfo {
         k,
         rank,
@@ -64,10 +73,19 @@ pub(crate) fn build_plan(input: PlanInput<'_>) -> CompileResult<PartitionPlan> {
     if has_input {
         partitions.push(new_info(UNSET, 0, Arc::from(INPUT_NODES_SUBGRAPH)));
     }
-    // Partition and `k` of each node; node counts.
+    // Partition and `k` of each node; per partition its first node, `k` and counts. The
+    // counters live in arrays of their own rather than in the (large) infos, which are
+    // written once each.
     let mut part_of_root = vec![UNSET; n];
     let mut part = vec![0u32; n];
     let mut k_of = vec![0u32; n];
+    let mut firsts: Vec<u32> = Vec::with_capacity(clusters);
+    let mut k_of_part: Vec<u32> = Vec::with_capacity(clusters + 1);
+    let mut node_count: Vec<u32> = Vec::with_capacity(clusters + 1);
+    if has_input {
+        k_of_part.push(UNSET);
+        node_count.push(0);
+    }
     let mut next_k = 0u32;
     for v in 0..n {
         if data[v] {
@@ -77,46 +95,62 @@ pub(crate) fn build_plan(input: PlanInput<'_>) -> CompileResult<PartitionPlan> {
         } else {
             let r = roots[v] as usize;
             if part_of_root[r] == UNSET {
-                let p = partitions.len() as u32;
-                part_of_root[r] = p;
-                let rank = p + u32::from(!has_input);
-                let op = graph.op(dense.ids[v]).expect("live node");
-                let mut info = new_info(next_k, rank, names[engine[v] as usize].clone());
-                info.stream_label = op
-                    .attrs()
-                    .get_str(STREAM_LABEL)
-                    .ok()
-                    .flatten()
-                    .map(String::from);
-                info.stage = stage[v];
-                info.unknown_shape = unknown[v];
-                partitions.push(info);
+                part_of_root[r] = k_of_part.len() as u32;
+                firsts.push(v as u32);
+                k_of_part.push(next_k);
+                node_count.push(0);
                 next_k += 1;
             }
             part[v] = part_of_root[r];
-            k_of[v] = partitions[part[v] as usize].k;
+            k_of[v] = k_of_part[part[v] as usize];
         }
-        partitions[part[v] as usize].nodes.1 += 1;
+        node_count[part[v] as usize] += 1;
     }
+    drop(part_of_root);
+    partitions.extend(firsts.iter().map(|&v| {
+        let v = v as usize;
+        let mut info = new_info(0, 0, names[engine[v] as usize].clone());
+        info.stream_label = (label[v] != 0).then(|| label_names[label[v] as usize].to_string());
+        info.stage = stage.get(v).copied().flatten();
+        info.unknown_shape = unknown[v];
+        info
+    }));
+    let mut node_start = Vec::with_capacity(partitions.len());
     let mut next = 0u32;
-    for p in partitions.iter_mut() {
-        let count = p.nodes.1;
-        p.nodes = (next, 0);
-        next += count;
+    for (p, info) in partitions.iter_mut().enumerate() {
+        info.k = k_of_part[p];
+        info.rank = p as u32 + u32::from(!has_input);
+        info.nodes = (next, node_count[p]);
+        node_start.push(next);
+        next += node_count[p];
     }
+    // Nodes grouped by partition; each node's slot in its partition.
     let mut nodes = vec![NodeId::default(); n];
     let mut location = SecondaryMap::with_capacity(n);
+    let mut fill = vec![0u32; partitions.len()];
     for v in 0..n {
         let id = dense.ids[v];
-        let p = &mut partitions[part[v] as usize];
-        let slot = p.nodes.1;
-        nodes[(p.nodes.0 + slot) as usize] = id;
-        p.nodes.1 += 1;
+        let p = part[v] as usize;
+        let slot = fill[p];
+        nodes[(node_start[p] + slot) as usize] = id;
+        fill[p] += 1;
         location.insert(id, (part[v], slot, k_of[v]));
     }
 
     // Crossing links, in GE's order (consumers in topological order, then anchor order).
-    let mut edges: Vec<CrossingEdge> = Vec::new();
+    let crossing = (0..n)
+        .map(|v| {
+            let pv = part[v];
+            dense
+                .preds(v as u32)
+                .iter()
+                .filter(|&&u| part[u as usize] != pv)
+                .count()
+        })
+        .sum();
+    let mut edges: Vec<CrossingEdge> = Vec::with_capacity(crossing);
+    let mut end_count = vec![0u32; partitions.len()];
+    let mut pld_count = vec![0u32; partitions.len()];
     for v in 0..n {
         let id = dense.ids[v];
         let pv = part[v];
@@ -133,7 +167,6 @@ pub(crate) fn build_plan(input: PlanInput<'_>) -> CompileResult<PartitionPlan> {
                 node: id,
                 index: inp,
             };
-            let src_k = k_of[u as usize];
             let index = edges.len() as u32;
             edges.push(CrossingEdge {
                 index,
@@ -141,35 +174,43 @@ pub(crate) fn build_plan(input: PlanInput<'_>) -> CompileResult<PartitionPlan> {
                 dst,
                 src_partition: pu,
                 dst_partition: pv,
-                src_k,
+                src_k: k_of[u as usize],
                 dst_k: k_of[v],
             });
-            partitions[pu as usize].end_count += 1;
-            partitions[pv as usize].placeholder_count += 1;
+            end_count[pu as usize] += 1;
+            pld_count[pv as usize] += 1;
         }
     }
 
     // Items, one array: per partition its nodes, Ends and PlaceHolders in GE's order — a node,
     // then its PlaceHolders; an End joins its producer's partition when its link is met.
+    let mut item_at = Vec::with_capacity(partitions.len());
     let mut next = 0u32;
-    for p in partitions.iter_mut() {
-        let len = p.nodes.1 + (p.end_count + p.placeholder_count) as u32;
-        p.items = (next, 0);
+    for (p, info) in partitions.iter_mut().enumerate() {
+        info.end_count = end_count[p] as usize;
+        info.placeholder_count = pld_count[p] as usize;
+        let len = node_count[p] + end_count[p] + pld_count[p];
+        info.items = (next, len);
+        item_at.push(next);
         next += len;
     }
-    let mut items = vec![Item::End(0); next as usize];
-    let mut push = |partitions: &mut [PartitionInfo], p: u32, item: Item| {
-        let r = &mut partitions[p as usize].items;
-        items[(r.0 + r.1) as usize] = item;
-        r.1 += 1;
+    let mut items = vec![Item::new(ItemKind::End(0)); next as usize];
+    let mut push = |p: u32, item: Item| {
+        let at = &mut item_at[p as usize];
+        items[*at as usize] = item;
+        *at += 1;
     };
     let mut e = 0usize;
+    // A partition's nodes come in the same order as its `Node` items.
+    fill.fill(0);
     for (&id, &pv) in dense.ids.iter().zip(&part) {
-        push(&mut partitions, pv, Item::Node(id));
+        let slot = &mut fill[pv as usize];
+        push(pv, Item::new(ItemKind::Node(*slot)));
+        *slot += 1;
         while e < edges.len() && edges[e].dst.node == id {
             let x = &edges[e];
-            push(&mut partitions, x.src_partition, Item::End(x.index));
-            push(&mut partitions, x.dst_partition, Item::Pld(x.index));
+            push(x.src_partition, Item::new(ItemKind::End(x.index)));
+            push(x.dst_partition, Item::new(ItemKind::Pld(x.index)));
             e += 1;
         }
     }
