@@ -104,7 +104,14 @@ impl Model {
             kernel_threads: self.kernel_threads,
             profile,
         };
-        run_program(&self.program, &refs, &[], &opts)
+        match self.pool.as_deref() {
+            // Kernels split large ops with rayon: run them on the session's pool so they use
+            // the session's thread count, not the process-wide pool.
+            Some(pool) if self.kernel_threads > 1 => {
+                pool.install(|| run_program(&self.program, &refs, &[], &opts))
+            }
+            _ => run_program(&self.program, &refs, &[], &opts),
+        }
     }
 
     /// Runs with inputs by name (every input must be given once).

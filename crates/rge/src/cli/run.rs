@@ -31,6 +31,8 @@ pub fn session(executor: ExecutorKind, threads: Option<usize>) -> Result<Session
     Ok(Session::new(SessionOptions {
         executor,
         threads: threads.unwrap_or(0),
+        // Large kernels split their work over the same number of threads.
+        kernel_threads: threads.unwrap_or(1),
         ..SessionOptions::with_kernels(crate::kernels::default_kernels())
     })?)
 }
