@@ -469,6 +469,9 @@ fn quantized_ops_check_zero_points() {
     );
 }
 
+/// (op type, opset, attributes, inputs) of one threaded-vs-sequential case.
+type ThreadCase<'a> = (&'a str, i64, Vec<(&'a str, AttrValue)>, Vec<Option<Tensor>>);
+
 #[test]
 fn threaded_paths_match_sequential() {
     let data = |n: usize, seed: u32| -> Vec<f32> {
@@ -480,7 +483,7 @@ fn threaded_paths_match_sequential() {
             })
             .collect()
     };
-    let cases: Vec<(&str, i64, Vec<(&str, AttrValue)>, Vec<Option<Tensor>>)> = vec![
+    let cases: Vec<ThreadCase> = vec![
         (
             "MatMul",
             13,
