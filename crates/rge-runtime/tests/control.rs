@@ -1,8 +1,13 @@
-//! Control flow: If, Loop and Scan run their bodies, with captured outer values.
+//! Control flow: If, Loop and Scan run their bodies, with captured outer values; GE's While,
+//! Case, PartitionedCall and If aliases run graphs built with the rge-ir API.
 
 mod common;
 
 use common::*;
+use rge_ir::attr_names::{DATA_INDEX, PARENT_NODE_INDEX};
+use rge_ir::{
+    op_types, ComputeGraph, DataType, Format, GraphId, NodeId, OpDesc, Shape, TensorDesc,
+};
 use rge_kernels::{Tensor, Value};
 use rge_runtime::{ExecutorKind, Session, SessionOptions};
 
@@ -234,4 +239,463 @@ fn dynamic_shapes_run_from_run_time_buffers() {
         model.run(&[tensor(&[3, 2], vec![1.0; 6])]).unwrap();
     }
     assert!(model.program().allocator.stats().0 > before);
+}
+
+#[test]
+fn scan8_with_sequence_lens_and_reverse_direction() {
+    // Scan-8: batch axis first; batch item 1 scans 2 of 3 steps, reversed; its third scan
+    // output row is zeros.
+    let body = graph(
+        "body",
+        vec![
+            node("Add", "b_add", &["s_in", "x_in"], &["s_out"]),
+            node("Identity", "b_id", &["s_out"], &["y_out"]),
+        ],
+        vec![vi("s_in", F32, Some(&[2])), vi("x_in", F32, Some(&[2]))],
+        vec![vi("s_out", F32, Some(&[2])), vi("y_out", F32, Some(&[2]))],
+        vec![],
+    );
+    let mut n = node("Scan", "scan", &["lens", "s0", "xs"], &["s_final", "ys"]);
+    n.attribute = vec![
+        attr_graph("body", body),
+        attr_int("num_scan_inputs", 1),
+        attr_ints("directions", &[1]),
+    ];
+    let m = model(
+        graph(
+            "scan8",
+            vec![n],
+            vec![
+                vi("lens", I64, Some(&[2])),
+                vi("s0", F32, Some(&[2, 2])),
+                vi("xs", F32, Some(&[2, 3, 2])),
+            ],
+            vec![
+                vi("s_final", F32, Some(&[2, 2])),
+                vi("ys", F32, Some(&[2, 3, 2])),
+            ],
+            vec![],
+        ),
+        8,
+    );
+    let lens = Value::Tensor(Tensor::from_slice(&[2], &[3i64, 2]).unwrap());
+    let s0 = tensor(&[2, 2], vec![0.0, 0.0, 100.0, 100.0]);
+    let xs = tensor(
+        &[2, 3, 2],
+        vec![
+            1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+        ],
+    );
+    let outs = run_all(&m, &[lens, s0.clone(), xs.clone()]);
+    assert_eq!(floats(&outs[0]), vec![9.0, 12.0, 140.0, 160.0]);
+    let ys = outs[1].as_tensor().unwrap();
+    assert_eq!(ys.shape(), &[2, 3, 2]);
+    assert_eq!(
+        ys.as_slice::<f32>().unwrap(),
+        &[5.0, 6.0, 8.0, 10.0, 9.0, 12.0, 130.0, 140.0, 140.0, 160.0, 0.0, 0.0]
+    );
+    // A length past the sequence is an error naming it.
+    let bad = Value::Tensor(Tensor::from_slice(&[2], &[4i64, 2]).unwrap());
+    let mut s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    s.add_graph(0, to_graph(&m)).unwrap();
+    let model = s.build_graph(0).unwrap();
+    let err = model.run(&[bad, s0, xs]).unwrap_err().to_string();
+    assert!(err.contains("sequence length 4"), "{err}");
+}
+
+// ---- GE's functional ops, graphs built with the rge-ir API ----
+
+fn desc(dt: DataType, dims: &[i64]) -> TensorDesc {
+    TensorDesc::new(Shape::from_slice(dims), dt, Format::ND)
+}
+
+fn f32d(dims: &[i64]) -> TensorDesc {
+    desc(DataType::Float, dims)
+}
+
+/// A GE graph under construction: nodes go to the root or to a subgraph.
+struct Ge(ComputeGraph);
+
+impl Ge {
+    fn new(name: &str) -> Self {
+        Ge(ComputeGraph::new(name))
+    }
+
+    fn root(&self) -> GraphId {
+        self.0.root()
+    }
+
+    /// A Data node: graph input `index`; in a subgraph, bound to parent input `parent`.
+    fn data(
+        &mut self,
+        g: GraphId,
+        name: &str,
+        index: i64,
+        parent: Option<i64>,
+        d: TensorDesc,
+    ) -> NodeId {
+        let mut op = OpDesc::new(name, op_types::DATA)
+            .with_input("x", d.clone())
+            .with_output("y", d);
+        op.attrs_mut().set(DATA_INDEX, index);
+        if let Some(p) = parent {
+            op.attrs_mut().set(PARENT_NODE_INDEX, p);
+        }
+        let n = self.0.add_node(g, op).unwrap();
+        if g == self.root() {
+            self.0.add_input_node(n).unwrap();
+        }
+        n
+    }
+
+    fn konst(&mut self, g: GraphId, name: &str, t: rge_ir::Tensor) -> NodeId {
+        let mut op = OpDesc::new(name, op_types::CONST).with_output("y", t.desc.clone());
+        op.attrs_mut().set("value", t);
+        self.0.add_node(g, op).unwrap()
+    }
+
+    /// A node of `ty` reading `ins` (node, output), with outputs `outs`.
+    fn op(
+        &mut self,
+        g: GraphId,
+        name: &str,
+        ty: &str,
+        ins: &[(NodeId, usize)],
+        outs: &[TensorDesc],
+    ) -> NodeId {
+        let mut op = OpDesc::new(name, ty);
+        for (i, &(src, o)) in ins.iter().enumerate() {
+            let d = self.0.op(src).unwrap().output(o).unwrap().clone();
+            op.add_input(&format!("x{i}"), d).unwrap();
+        }
+        for (i, d) in outs.iter().enumerate() {
+            op.add_output(&format!("y{i}"), d.clone()).unwrap();
+        }
+        let n = self.0.add_node(g, op).unwrap();
+        for (i, &(src, o)) in ins.iter().enumerate() {
+            self.0.add_edge(src, o, n, i).unwrap();
+        }
+        n
+    }
+
+    /// The NetOutput of `g`; in a subgraph its input `i` feeds parent output `i`.
+    fn output(&mut self, g: GraphId, srcs: &[(NodeId, usize)]) -> NodeId {
+        let sub = g != self.root();
+        let mut op = OpDesc::new(
+            format!("{}_out", self.0.graph_name(g).unwrap_or("g")),
+            op_types::NET_OUTPUT,
+        );
+        for (i, &(src, o)) in srcs.iter().enumerate() {
+            let mut d = self.0.op(src).unwrap().output(o).unwrap().clone();
+            if sub {
+                d.attrs_mut().set(PARENT_NODE_INDEX, i as i64);
+            }
+            op.add_input(&format!("x{i}"), d).unwrap();
+        }
+        let n = self.0.add_node(g, op).unwrap();
+        for (i, &(src, o)) in srcs.iter().enumerate() {
+            self.0.add_edge(src, o, n, i).unwrap();
+        }
+        if !sub {
+            let list = srcs.iter().map(|&(s, o)| (s, o as u32)).collect();
+            self.0.set_output_nodes(g, list).unwrap();
+        }
+        n
+    }
+
+    fn sub(&mut self, parent: NodeId, slot: usize, name: &str) -> GraphId {
+        self.0.add_subgraph(parent, slot, name).unwrap()
+    }
+}
+
+/// Builds `g` in a session and runs it on every executor (the same outputs each time), and
+/// through a saved and reloaded model.
+fn run_ge(g: ComputeGraph, inputs: &[Value]) -> Vec<Value> {
+    let mut s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    s.add_graph(0, g).unwrap();
+    let model = s.build_graph(0).unwrap();
+    let first = model.run(inputs).unwrap();
+    for kind in ExecutorKind::ALL {
+        assert_eq!(model.run_with(inputs, kind, None).unwrap(), first, "{kind}");
+    }
+    first
+}
+
+/// `while i < 3 { i += 1; x += x }` as GE's `op_type` (While, _While, StatelessWhile).
+fn ge_while(op_type: &str) -> ComputeGraph {
+    let mut b = Ge::new("while_graph");
+    let root = b.root();
+    let (s, v) = (f32d(&[]), f32d(&[2]));
+    let i = b.data(root, "i", 0, None, s.clone());
+    let x = b.data(root, "x", 1, None, v.clone());
+    let w = b.op(
+        root,
+        "loop",
+        op_type,
+        &[(i, 0), (x, 0)],
+        &[s.clone(), v.clone()],
+    );
+    b.output(root, &[(w, 0), (w, 1)]);
+
+    let cond = b.sub(w, 0, "loop_cond");
+    let ci = b.data(cond, "c_i", 0, Some(0), s.clone());
+    b.data(cond, "c_x", 1, Some(1), v.clone());
+    let lim = b.konst(cond, "c_limit", rge_ir::Tensor::scalar_f32(3.0));
+    let less = b.op(
+        cond,
+        "c_less",
+        "Less",
+        &[(ci, 0), (lim, 0)],
+        &[desc(DataType::Bool, &[])],
+    );
+    b.output(cond, &[(less, 0)]);
+
+    let body = b.sub(w, 1, "loop_body");
+    let bi = b.data(body, "b_i", 0, Some(0), s.clone());
+    let bx = b.data(body, "b_x", 1, Some(1), v.clone());
+    let one = b.konst(body, "b_one", rge_ir::Tensor::scalar_f32(1.0));
+    let inc = b.op(body, "b_inc", "Add", &[(bi, 0), (one, 0)], &[s]);
+    let dbl = b.op(body, "b_dbl", "Add", &[(bx, 0), (bx, 0)], &[v]);
+    b.output(body, &[(inc, 0), (dbl, 0)]);
+    b.0
+}
+
+#[test]
+fn ge_while_and_its_aliases_loop_until_cond_is_false() {
+    for op_type in ["While", "_While", "StatelessWhile"] {
+        let x = tensor(&[2], vec![1.0, 2.0]);
+        let outs = run_ge(ge_while(op_type), &[tensor(&[], vec![0.0]), x.clone()]);
+        assert_eq!(floats(&outs[0]), vec![3.0], "{op_type}");
+        assert_eq!(floats(&outs[1]), vec![8.0, 16.0], "{op_type}");
+        // The condition false at once: the inputs come back.
+        let outs = run_ge(ge_while(op_type), &[tensor(&[], vec![5.0]), x]);
+        assert_eq!(floats(&outs[0]), vec![5.0], "{op_type}");
+        assert_eq!(floats(&outs[1]), vec![1.0, 2.0], "{op_type}");
+    }
+}
+
+#[test]
+fn ge_while_survives_a_saved_model() {
+    let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    let built = s.compile_graph(ge_while("While")).unwrap();
+    let inputs = [tensor(&[], vec![1.0]), tensor(&[2], vec![0.5, -1.0])];
+    let want = built.run(&inputs).unwrap();
+    assert_eq!(floats(&want[1]), vec![2.0, -4.0]);
+    let path = std::env::temp_dir().join(format!("rge-while-{}.om", std::process::id()));
+    rge_runtime::save_model(&built, &path).unwrap();
+    let loaded = s.load_model(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    for kind in ExecutorKind::ALL {
+        assert_eq!(
+            loaded.run_with(&inputs, kind, None).unwrap(),
+            want,
+            "{kind}"
+        );
+    }
+}
+
+/// Case over `x` with branches Relu(x), x + x, x * x.
+fn ge_case() -> ComputeGraph {
+    let mut b = Ge::new("case_graph");
+    let root = b.root();
+    let v = f32d(&[2]);
+    let idx = b.data(root, "idx", 0, None, desc(DataType::Int32, &[]));
+    let x = b.data(root, "x", 1, None, v.clone());
+    let c = b.op(
+        root,
+        "case",
+        "Case",
+        &[(idx, 0), (x, 0)],
+        std::slice::from_ref(&v),
+    );
+    b.output(root, &[(c, 0)]);
+    for (k, (ty, two)) in [("Relu", false), ("Add", true), ("Mul", true)]
+        .into_iter()
+        .enumerate()
+    {
+        let g = b.sub(c, k, &format!("case_branch{k}"));
+        let d = b.data(g, &format!("br{k}_x"), 0, Some(1), v.clone());
+        let ins: &[(NodeId, usize)] = if two { &[(d, 0), (d, 0)] } else { &[(d, 0)] };
+        let o = b.op(g, &format!("br{k}_op"), ty, ins, std::slice::from_ref(&v));
+        b.output(g, &[(o, 0)]);
+    }
+    b.0
+}
+
+#[test]
+fn ge_case_runs_the_selected_branch() {
+    let x = tensor(&[2], vec![-1.0, 3.0]);
+    for (k, want) in [
+        (0i32, vec![0.0, 3.0]),
+        (1, vec![-2.0, 6.0]),
+        (2, vec![1.0, 9.0]),
+    ] {
+        let idx = Value::Tensor(Tensor::scalar(k));
+        let outs = run_ge(ge_case(), &[idx, x.clone()]);
+        assert_eq!(floats(&outs[0]), want, "branch {k}");
+    }
+    // Without a branch count from the frontend, an index past the branches is an error.
+    let mut s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    s.add_graph(0, ge_case()).unwrap();
+    let model = s.build_graph(0).unwrap();
+    let err = model
+        .run(&[Value::Tensor(Tensor::scalar(-1i32)), x])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("branch_index -1"), "{err}");
+}
+
+#[test]
+fn ge_partitioned_call_runs_f_with_a_while_inside() {
+    // PartitionedCall(x, y) = (x + y, x - y), then a While on the sum inside another call.
+    let mut b = Ge::new("call_graph");
+    let root = b.root();
+    let v = f32d(&[2]);
+    let x = b.data(root, "x", 0, None, v.clone());
+    let y = b.data(root, "y", 1, None, v.clone());
+    let call = b.op(
+        root,
+        "call",
+        "PartitionedCall",
+        &[(x, 0), (y, 0)],
+        &[v.clone(), v.clone()],
+    );
+    b.output(root, &[(call, 0), (call, 1)]);
+    let f = b.sub(call, 0, "call_f");
+    let fx = b.data(f, "f_x", 0, Some(0), v.clone());
+    let fy = b.data(f, "f_y", 1, Some(1), v.clone());
+    let add = b.op(
+        f,
+        "f_add",
+        "Add",
+        &[(fx, 0), (fy, 0)],
+        std::slice::from_ref(&v),
+    );
+    let sub = b.op(
+        f,
+        "f_sub",
+        "Sub",
+        &[(fx, 0), (fy, 0)],
+        std::slice::from_ref(&v),
+    );
+    b.output(f, &[(add, 0), (sub, 0)]);
+    let outs = run_ge(
+        b.0,
+        &[tensor(&[2], vec![1.0, 2.0]), tensor(&[2], vec![0.5, 4.0])],
+    );
+    assert_eq!(floats(&outs[0]), vec![1.5, 6.0]);
+    assert_eq!(floats(&outs[1]), vec![0.5, -2.0]);
+
+    // StatefulPartitionedCall whose `f` holds a While.
+    let mut b = Ge::new("nested_graph");
+    let root = b.root();
+    let s = f32d(&[]);
+    let i = b.data(root, "i", 0, None, s.clone());
+    let x = b.data(root, "x", 1, None, v.clone());
+    let call = b.op(
+        root,
+        "call",
+        "StatefulPartitionedCall",
+        &[(i, 0), (x, 0)],
+        std::slice::from_ref(&v),
+    );
+    b.output(root, &[(call, 0)]);
+    let f = b.sub(call, 0, "nested_f");
+    let fi = b.data(f, "f_i", 0, Some(0), s.clone());
+    let fx = b.data(f, "f_x", 1, Some(1), v.clone());
+    let w = b.op(
+        f,
+        "f_loop",
+        "While",
+        &[(fi, 0), (fx, 0)],
+        &[s.clone(), v.clone()],
+    );
+    b.output(f, &[(w, 1)]);
+    let cond = b.sub(w, 0, "nested_cond");
+    let ci = b.data(cond, "c_i", 0, Some(0), s.clone());
+    b.data(cond, "c_x", 1, Some(1), v.clone());
+    let lim = b.konst(cond, "c_limit", rge_ir::Tensor::scalar_f32(2.0));
+    let less = b.op(
+        cond,
+        "c_less",
+        "Less",
+        &[(ci, 0), (lim, 0)],
+        &[desc(DataType::Bool, &[])],
+    );
+    b.output(cond, &[(less, 0)]);
+    let body = b.sub(w, 1, "nested_body");
+    let bi = b.data(body, "b_i", 0, Some(0), s.clone());
+    let bx = b.data(body, "b_x", 1, Some(1), v.clone());
+    let one = b.konst(body, "b_one", rge_ir::Tensor::scalar_f32(1.0));
+    let inc = b.op(body, "b_inc", "Add", &[(bi, 0), (one, 0)], &[s]);
+    let sq = b.op(
+        body,
+        "b_sq",
+        "Mul",
+        &[(bx, 0), (bx, 0)],
+        std::slice::from_ref(&v),
+    );
+    b.output(body, &[(inc, 0), (sq, 0)]);
+    let outs = run_ge(
+        b.0,
+        &[tensor(&[], vec![0.0]), tensor(&[2], vec![2.0, -3.0])],
+    );
+    assert_eq!(floats(&outs[0]), vec![16.0, 81.0]);
+}
+
+/// GE's If over `x`: then Relu(x), else x + x; `cond` of `cond_desc`.
+fn ge_if(op_type: &str, cond_desc: TensorDesc) -> ComputeGraph {
+    let mut b = Ge::new("if_graph");
+    let root = b.root();
+    let v = f32d(&[2]);
+    let c = b.data(root, "c", 0, None, cond_desc);
+    let x = b.data(root, "x", 1, None, v.clone());
+    let n = b.op(
+        root,
+        "if",
+        op_type,
+        &[(c, 0), (x, 0)],
+        std::slice::from_ref(&v),
+    );
+    b.output(root, &[(n, 0)]);
+    for (k, (name, ty, two)) in [("then", "Relu", false), ("else", "Add", true)]
+        .into_iter()
+        .enumerate()
+    {
+        let g = b.sub(n, k, &format!("if_{name}"));
+        let d = b.data(g, &format!("{name}_x"), 0, Some(1), v.clone());
+        let ins: &[(NodeId, usize)] = if two { &[(d, 0), (d, 0)] } else { &[(d, 0)] };
+        let o = b.op(g, &format!("{name}_op"), ty, ins, std::slice::from_ref(&v));
+        b.output(g, &[(o, 0)]);
+    }
+    b.0
+}
+
+#[test]
+fn ge_if_and_its_aliases_pass_inputs_to_the_branches() {
+    let x = tensor(&[2], vec![-1.0, 3.0]);
+    let (then, els) = (vec![0.0, 3.0], vec![-2.0, 6.0]);
+    let b = desc(DataType::Bool, &[]);
+    for (c, want) in [(true, &then), (false, &els)] {
+        let outs = run_ge(
+            ge_if("If", b.clone()),
+            &[Value::Tensor(Tensor::scalar(c)), x.clone()],
+        );
+        assert_eq!(&floats(&outs[0]), want, "If {c}");
+    }
+    // `_If` / StatelessIf take any cond: a scalar by value, a tensor by being non-empty.
+    let ints = |dims: &[usize], v: &[i32]| Value::Tensor(Tensor::from_slice(dims, v).unwrap());
+    for op_type in ["_If", "StatelessIf"] {
+        for (dims, v, want) in [
+            (vec![], vec![7], &then),
+            (vec![], vec![0], &els),
+            (vec![2], vec![0, 0], &then),
+            (vec![0], vec![], &els),
+        ] {
+            let d: Vec<i64> = dims.iter().map(|&x| x as i64).collect();
+            let g = ge_if(op_type, desc(DataType::Int32, &d));
+            let outs = run_ge(g, &[ints(&dims, &v), x.clone()]);
+            assert_eq!(&floats(&outs[0]), want, "{op_type} {dims:?} {v:?}");
+        }
+    }
 }

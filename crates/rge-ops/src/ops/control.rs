@@ -1,7 +1,10 @@
-//! Control flow: If, Loop, Scan. Their bodies are subgraphs; the pass infers a body when its
-//! parent is inferred, with the body's Data nodes bound to the parent's inputs (formal inputs
-//! as each op defines them, outer-scope captures as they are).
+//! Control flow: ONNX's If, Loop, Scan, and GE's functional ops (`functional_ops.h`): While,
+//! `_While`, StatelessWhile, Case, PartitionedCall, StatefulPartitionedCall, `_If`,
+//! StatelessIf. Their bodies are subgraphs; the pass infers a body when its parent is inferred,
+//! with the body's Data nodes bound to the parent's inputs (formal inputs as each op defines
+//! them, outer-scope captures as they are).
 
+use rge_ir::op_desc::SubgraphKind;
 use rge_ir::{DataType, Shape};
 
 use super::util::*;
@@ -58,6 +61,29 @@ fn slot(ctx: &mut InferCtx<'_>, name: &str, fallback: usize) -> OpResult<usize> 
 
 fn if_infer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let cond = scalar_i64(ctx, 0)?.map(|x| x != 0);
+    branches_infer(ctx, cond)
+}
+
+/// GE's condition rule on a known value: a scalar is true when non-zero, a tensor of rank 1 or
+/// more when it has any element (strings: unknown here).
+fn ge_cond(ctx: &InferCtx<'_>, i: usize) -> Option<bool> {
+    let v = ctx.input_value(i)?;
+    if !v.dims.is_empty() {
+        return Some(!v.is_empty());
+    }
+    if v.dtype == DataType::String || v.is_empty() {
+        return None;
+    }
+    Some(v.get_f64(0) != 0.0)
+}
+
+/// GE's `_If` / StatelessIf: If with any `cond` type and GE's condition rule.
+fn ge_if_infer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let cond = ge_cond(ctx, 0);
+    branches_infer(ctx, cond)
+}
+
+fn branches_infer(ctx: &mut InferCtx<'_>, cond: Option<bool>) -> OpResult<()> {
     let (ts, es) = (slot(ctx, "then_branch", 0)?, slot(ctx, "else_branch", 1)?);
     let sub = ctx.subgraphs()?;
     let t = sub.infer(ts, &[])?;
@@ -279,7 +305,176 @@ fn scan_infer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
+/// The info of each loop variable after the body runs until it stops changing (at most four
+/// rounds): dims that change become -1.
+fn carried_fixpoint(
+    ctx: &mut InferCtx<'_>,
+    body: usize,
+    cond: Option<usize>,
+    mut carried: Vec<TensorInfo>,
+) -> OpResult<Vec<TensorInfo>> {
+    let n = carried.len();
+    for _ in 0..4 {
+        let bind: Vec<(usize, TensorInfo)> = carried.iter().cloned().enumerate().collect();
+        if let Some(c) = cond {
+            let outs = ctx.subgraphs()?.infer(c, &bind)?;
+            if outs.is_empty() {
+                bail!("the cond subgraph has no output");
+            }
+        }
+        let outs = ctx.subgraphs()?.infer(body, &bind)?;
+        if outs.len() < n {
+            bail!("the body has {} outputs for {n} loop variables", outs.len());
+        }
+        let mut changed = false;
+        for j in 0..n {
+            let merged = merge_info(
+                &carried[j],
+                &outs[j],
+                &format!("loop variable {j} changes type"),
+            )?;
+            if merged.shape != carried[j].shape || merged.kind != carried[j].kind {
+                changed = true;
+                carried[j] = merged;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    Ok(carried)
+}
+
+/// GE's While: outputs are the loop variables (the inputs) after the body.
+fn while_infer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let n = ctx.input_count();
+    if ctx.output_count() > n {
+        bail!(
+            "While has {} outputs for {n} loop variables",
+            ctx.output_count()
+        );
+    }
+    let carried: Vec<TensorInfo> = (0..n)
+        .map(|j| ctx.opt_input(j).map(without_value).unwrap_or_default())
+        .collect();
+    let (cs, bs) = (slot(ctx, "cond", 0)?, slot(ctx, "body", 1)?);
+    let carried = carried_fixpoint(ctx, bs, Some(cs), carried)?;
+    for (j, c) in carried.into_iter().take(ctx.output_count()).enumerate() {
+        ctx.set_output_info(j, c);
+    }
+    Ok(())
+}
+
+/// GE's Case: the branch `branch_index` selects (the last one when out of range); unknown
+/// index: the branches' outputs merged.
+fn case_infer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let index = scalar_i64(ctx, 0)?;
+    let count = ctx.subgraphs()?.slot_count();
+    if count == 0 {
+        bail!("Case has no branches");
+    }
+    let mut outs = Vec::with_capacity(count);
+    for s in 0..count {
+        let o = ctx.subgraphs()?.infer(s, &[])?;
+        if o.len() < ctx.output_count() {
+            bail!(
+                "branch {s} has {} outputs, the node {}",
+                o.len(),
+                ctx.output_count()
+            );
+        }
+        outs.push(o);
+    }
+    let chosen = index.map(|i| {
+        usize::try_from(i)
+            .ok()
+            .filter(|&i| i < count)
+            .unwrap_or(count - 1)
+    });
+    for i in 0..ctx.output_count() {
+        let out = match chosen {
+            Some(b) => outs[b][i].clone(),
+            None => {
+                let mut m = outs[0][i].clone();
+                for o in &outs[1..] {
+                    m = merge_info(&m, &o[i], &format!("output {i} differs between branches"))?;
+                }
+                m
+            }
+        };
+        ctx.set_output_info(i, out);
+    }
+    Ok(())
+}
+
+/// GE's PartitionedCall: the outputs of `f`.
+fn call_infer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let f = slot(ctx, "f", 0)?;
+    let outs = ctx.subgraphs()?.infer(f, &[])?;
+    if outs.len() < ctx.output_count() {
+        bail!(
+            "`f` has {} outputs, the node {}",
+            outs.len(),
+            ctx.output_count()
+        );
+    }
+    for (i, o) in outs.into_iter().take(ctx.output_count()).enumerate() {
+        ctx.set_output_info(i, o);
+    }
+    Ok(())
+}
+
+/// GE's functional ops (`functional_ops.h`), in the default domain from version 1.
+fn register_ge(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    for t in ["_If", "StatelessIf"] {
+        b.register(
+            op(t, 1)
+                .sig("cond:T, input+:V -> output*:V")
+                .tc("T", &[])
+                .tc("V", &[])
+                .subgraph("then_branch")
+                .subgraph("else_branch")
+                .infer(ge_if_infer),
+        )?;
+    }
+    for (t, attrs) in [
+        ("While", "parallel_iterations:int=10"),
+        ("StatelessWhile", "parallel_iterations:int=10"),
+        ("_While", ""),
+    ] {
+        b.register(
+            op(t, 1)
+                .sig("input+:V -> output*:V")
+                .attrs(attrs)
+                .tc("V", &[])
+                .subgraph("cond")
+                .subgraph("body")
+                .infer(while_infer),
+        )?;
+    }
+    let mut case = op("Case", 1)
+        .sig("branch_index:I, input+:V -> output*:V")
+        .tc("I", INT32_64)
+        .tc("V", &[])
+        .infer(case_infer);
+    case.subgraphs
+        .push(("branches".to_string(), SubgraphKind::Dynamic));
+    b.register(case)?;
+    for t in ["PartitionedCall", "StatefulPartitionedCall"] {
+        b.register(
+            op(t, 1)
+                .sig("args+:V -> output*:V")
+                .attrs("config:string=, config_proto:string=, executor_type:string=")
+                .tc("V", &[])
+                .subgraph("f")
+                .infer(call_infer),
+        )?;
+    }
+    Ok(())
+}
+
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    register_ge(b)?;
     for v in [1, 11, 13, 16] {
         b.register(
             op("If", v)

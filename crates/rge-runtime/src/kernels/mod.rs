@@ -1,8 +1,10 @@
-//! The runtime's own kernels: control flow (If, Loop, Scan, SequenceMap), which run subgraphs
-//! through `KernelCtx::run_subgraph`, and the local engine's view ops for when a view cannot be
+//! The runtime's own kernels: control flow (ONNX's If, Loop, Scan, SequenceMap; GE's While,
+//! Case, PartitionedCall and their aliases), which run subgraphs through
+//! `KernelCtx::run_subgraph`, and the local engine's view ops for when a view cannot be
 //! planned (dynamic shapes, sequences): they copy.
 
 mod control;
+mod functional;
 mod tensors;
 mod views;
 
@@ -15,6 +17,14 @@ pub fn builtin_op_types() -> &'static [&'static str] {
         "Loop",
         "Scan",
         "SequenceMap",
+        "_If",
+        "StatelessIf",
+        "While",
+        "_While",
+        "StatelessWhile",
+        "Case",
+        "PartitionedCall",
+        "StatefulPartitionedCall",
         "Identity",
         "Reshape",
         "Squeeze",
@@ -26,11 +36,19 @@ pub fn builtin_op_types() -> &'static [&'static str] {
 /// The runtime's kernel registry.
 pub fn builtin_kernels() -> KernelRegistry {
     let mut b = KernelRegistryBuilder::new();
-    let regs: [(&str, rge_kernels::KernelFactory); 9] = [
+    let regs: [(&str, rge_kernels::KernelFactory); 17] = [
         ("If", control::make_if),
         ("Loop", control::make_loop),
         ("Scan", control::make_scan),
         ("SequenceMap", control::make_sequence_map),
+        ("_If", control::make_if),
+        ("StatelessIf", control::make_if),
+        ("While", functional::make_while),
+        ("_While", functional::make_while),
+        ("StatelessWhile", functional::make_while),
+        ("Case", functional::make_case),
+        ("PartitionedCall", functional::make_call),
+        ("StatefulPartitionedCall", functional::make_call),
         ("Identity", views::make_view),
         ("Reshape", views::make_view),
         ("Squeeze", views::make_view),
