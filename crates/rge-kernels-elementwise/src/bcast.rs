@@ -3,6 +3,7 @@
 //! input advancing by 0 or 1 per element within a row.
 
 use rayon::prelude::*;
+use rge_kernels::{KernelError, KernelResult};
 
 /// Element count from which a kernel splits its work across threads.
 pub const PAR_MIN: usize = 1 << 16;
@@ -36,12 +37,187 @@ pub fn map<A: Copy + Sync, O: Send>(
     });
 }
 
+/// Ranks up to which [`DimVec`] keeps its values inline (no heap allocation).
+pub const INLINE_RANK: usize = 6;
+
+/// A short list of dims, strides or indices: inline up to [`INLINE_RANK`] values, on the heap
+/// beyond, so that kernels' per-call shape work does not allocate for common ranks.
+#[derive(Clone)]
+pub struct DimVec(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, buf: [usize; INLINE_RANK] },
+    Heap(Vec<usize>),
+}
+
+impl DimVec {
+    /// An empty list.
+    #[inline]
+    pub const fn new() -> Self {
+        DimVec(Repr::Inline {
+            len: 0,
+            buf: [0; INLINE_RANK],
+        })
+    }
+
+    /// `n` copies of `v`.
+    #[inline]
+    pub fn filled(n: usize, v: usize) -> Self {
+        if n <= INLINE_RANK {
+            DimVec(Repr::Inline {
+                len: n as u8,
+                buf: [v; INLINE_RANK],
+            })
+        } else {
+            DimVec(Repr::Heap(vec![v; n]))
+        }
+    }
+
+    /// A copy of `s`.
+    #[inline]
+    pub fn from_slice(s: &[usize]) -> Self {
+        if s.len() <= INLINE_RANK {
+            let mut buf = [0; INLINE_RANK];
+            buf[..s.len()].copy_from_slice(s);
+            DimVec(Repr::Inline {
+                len: s.len() as u8,
+                buf,
+            })
+        } else {
+            DimVec(Repr::Heap(s.to_vec()))
+        }
+    }
+
+    /// Appends `v`.
+    #[inline]
+    pub fn push(&mut self, v: usize) {
+        match &mut self.0 {
+            Repr::Inline { len, buf } if (*len as usize) < INLINE_RANK => {
+                buf[*len as usize] = v;
+                *len += 1;
+            }
+            Repr::Inline { len, buf } => {
+                let mut h = Vec::with_capacity(INLINE_RANK * 2);
+                h.extend_from_slice(&buf[..*len as usize]);
+                h.push(v);
+                self.0 = Repr::Heap(h);
+            }
+            Repr::Heap(h) => h.push(v),
+        }
+    }
+
+    /// Removes and returns the last value.
+    #[inline]
+    pub fn pop(&mut self) -> Option<usize> {
+        match &mut self.0 {
+            Repr::Inline { len, buf } => {
+                if *len == 0 {
+                    None
+                } else {
+                    *len -= 1;
+                    Some(buf[*len as usize])
+                }
+            }
+            Repr::Heap(h) => h.pop(),
+        }
+    }
+}
+
+impl Default for DimVec {
+    fn default() -> Self {
+        DimVec::new()
+    }
+}
+
+impl std::ops::Deref for DimVec {
+    type Target = [usize];
+
+    #[inline]
+    fn deref(&self) -> &[usize] {
+        match &self.0 {
+            Repr::Inline { len, buf } => &buf[..*len as usize],
+            Repr::Heap(h) => h,
+        }
+    }
+}
+
+impl std::ops::DerefMut for DimVec {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [usize] {
+        match &mut self.0 {
+            Repr::Inline { len, buf } => &mut buf[..*len as usize],
+            Repr::Heap(h) => h,
+        }
+    }
+}
+
+impl std::fmt::Debug for DimVec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for DimVec {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for DimVec {}
+
+impl FromIterator<usize> for DimVec {
+    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
+        let mut v = DimVec::new();
+        for x in iter {
+            v.push(x);
+        }
+        v
+    }
+}
+
+/// The numpy broadcast of `shapes` (the same result and error as
+/// `rge_kernels::shape_util::broadcast_shapes`), without heap allocation up to
+/// [`INLINE_RANK`].
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> KernelResult<DimVec> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = DimVec::filled(rank, 1);
+    for s in shapes {
+        let off = rank - s.len();
+        for (o, &d) in out[off..].iter_mut().zip(s.iter()) {
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                return Err(KernelError::invalid(format!(
+                    "shapes {shapes:?} cannot be broadcast together"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The broadcast of two shapes, borrowing `a` when both are equal (the common case: no work
+/// beyond the comparison). `tmp` holds the result otherwise.
+#[inline]
+pub fn broadcast_pair<'s>(
+    a: &'s [usize],
+    b: &[usize],
+    tmp: &'s mut DimVec,
+) -> KernelResult<&'s [usize]> {
+    if a == b {
+        return Ok(a);
+    }
+    *tmp = broadcast_shapes(&[a, b])?;
+    Ok(tmp)
+}
+
 /// How `K` inputs are read while walking an output of some shape.
 pub struct Plan<const K: usize> {
     /// Outer dims (coalesced, innermost excluded).
-    outer: Vec<usize>,
+    outer: DimVec,
     /// Each input's stride along each outer dim.
-    outer_strides: [Vec<usize>; K],
+    outer_strides: [DimVec; K],
     /// The innermost dim's size.
     inner: usize,
     /// Each input's stride along the innermost dim: 0 (broadcast) or 1.
@@ -52,11 +228,23 @@ impl<const K: usize> Plan<K> {
     /// A plan for output `out` with inputs of `shapes` (each broadcastable to `out`: the
     /// caller checked with `broadcast_shapes`).
     pub fn new(out: &[usize], shapes: [&[usize]; K]) -> Self {
-        let full: [Vec<usize>; K] =
-            std::array::from_fn(|k| rge_kernels::shape_util::broadcast_strides(shapes[k], out));
+        // Each input's strides read as if broadcast to `out` (0 along broadcast dims).
+        let full: [DimVec; K] = std::array::from_fn(|k| {
+            let shape = shapes[k];
+            let off = out.len() - shape.len();
+            let mut s = DimVec::filled(out.len(), 0);
+            let mut step = 1;
+            for (i, &d) in shape.iter().enumerate().rev() {
+                if d != 1 {
+                    s[off + i] = step;
+                }
+                step *= d;
+            }
+            s
+        });
         // Drop size-1 dims, then merge neighbours that every input walks contiguously.
-        let mut dims: Vec<usize> = Vec::with_capacity(out.len());
-        let mut strides: [Vec<usize>; K] = std::array::from_fn(|_| Vec::with_capacity(out.len()));
+        let mut dims = DimVec::new();
+        let mut strides: [DimVec; K] = std::array::from_fn(|_| DimVec::new());
         for (d, &size) in out.iter().enumerate() {
             if size == 1 {
                 continue;
@@ -111,14 +299,14 @@ impl<const K: usize> Plan<K> {
         let mut row = start / inner;
         let mut col = start % inner;
         // Unravel the first row over the outer dims.
-        let mut idx = vec![0usize; self.outer.len()];
+        let mut idx = DimVec::filled(self.outer.len(), 0);
         for d in (0..self.outer.len()).rev() {
             idx[d] = row % self.outer[d];
             row /= self.outer[d];
         }
         let mut base: [usize; K] = std::array::from_fn(|k| {
             idx.iter()
-                .zip(&self.outer_strides[k])
+                .zip(self.outer_strides[k].iter())
                 .map(|(i, s)| i * s)
                 .sum()
         });

@@ -1,13 +1,13 @@
 //! Binary elementwise ops with numpy broadcasting: arithmetic, Mod, bit shifts, bitwise and
 //! logical ops, comparisons; PRelu (slope broadcast to X) and SwiGLU (equal shapes).
 
-use rge_kernels::shape_util::{broadcast_shapes, normalize_axis};
+use rge_kernels::shape_util::normalize_axis;
 use rge_kernels::{
     dispatch_float, dispatch_int, dispatch_numeric, dispatch_numeric_bool, DType, Elem, Kernel,
     KernelCtx, KernelError, KernelInit, KernelRegistryBuilder, KernelResult, TensorRef,
 };
 
-use crate::bcast::binary;
+use crate::bcast::{binary, broadcast_pair, broadcast_shapes, DimVec};
 use crate::num::{FloatElem, Int, Num, Real};
 use crate::unary_float::sigmoid;
 
@@ -26,11 +26,26 @@ impl Legacy {
         }
     }
 
-    /// B's shape as numpy broadcasting should see it.
-    pub fn b_shape(&self, a: &[usize], b: &[usize]) -> KernelResult<Vec<usize>> {
-        let Some(axis) = self.0 else {
-            return Ok(b.to_vec());
-        };
+    /// B's shape as numpy broadcasting should see it: `b` itself, or (legacy broadcasting)
+    /// one built in `tmp`.
+    #[inline]
+    pub fn b_shape<'s>(
+        &self,
+        a: &[usize],
+        b: &'s [usize],
+        tmp: &'s mut DimVec,
+    ) -> KernelResult<&'s [usize]> {
+        match self.0 {
+            None => Ok(b),
+            Some(axis) => {
+                *tmp = Self::legacy_b_shape(axis, a, b)?;
+                Ok(tmp)
+            }
+        }
+    }
+
+    #[cold]
+    fn legacy_b_shape(axis: Option<i64>, a: &[usize], b: &[usize]) -> KernelResult<DimVec> {
         let (ra, rb) = (a.len(), b.len());
         let bad = || {
             KernelError::invalid(format!(
@@ -47,13 +62,16 @@ impl Legacy {
         if axis + rb > ra {
             return Err(bad());
         }
-        let mut s = vec![1; ra];
+        let mut s = DimVec::filled(ra, 1);
         s[axis..axis + rb].copy_from_slice(b);
         Ok(s)
     }
 }
 
-/// Runs `f` over two tensors under broadcasting into output 0 (B read with `b_shape`).
+/// Runs `f` over two tensors under broadcasting into output 0 (B read with `b_shape`). Equal
+/// shapes (the common case) take the output shape from A without further shape work; nothing
+/// here allocates up to rank [`crate::bcast::INLINE_RANK`].
+#[inline]
 pub fn apply<A: Elem, B: Elem, O: Elem>(
     ctx: &mut KernelCtx<'_>,
     a: TensorRef<'_>,
@@ -61,11 +79,12 @@ pub fn apply<A: Elem, B: Elem, O: Elem>(
     b_shape: &[usize],
     f: impl Fn(&A, &B) -> O + Sync,
 ) -> KernelResult<()> {
-    let osh = broadcast_shapes(&[a.shape(), b_shape])?;
+    let mut tmp = DimVec::new();
+    let osh = broadcast_pair(a.shape(), b_shape, &mut tmp)?;
     let av = a.as_slice::<A>()?;
     let bv = b.as_slice::<B>()?;
-    let out = ctx.output::<O>(0, &osh)?;
-    binary(ctx.threads(), av, a.shape(), bv, b_shape, out, &osh, f);
+    let out = ctx.output::<O>(0, osh)?;
+    binary(ctx.threads(), av, a.shape(), bv, b_shape, out, osh, f);
     Ok(())
 }
 
@@ -178,10 +197,11 @@ impl Binary {
                 self.op
             )));
         }
-        let osh = broadcast_shapes(&[a.shape(), bs])?;
+        let mut tmp = DimVec::new();
+        let osh = broadcast_pair(a.shape(), bs, &mut tmp)?;
         let (av, bv) = (a.as_strings()?, b.as_strings()?);
-        let out = ctx.output::<bool>(0, &osh)?;
-        binary(ctx.threads(), av, a.shape(), bv, bs, out, &osh, |x, y| {
+        let out = ctx.output::<bool>(0, osh)?;
+        binary(ctx.threads(), av, a.shape(), bv, bs, out, osh, |x, y| {
             x == y
         });
         Ok(())
@@ -199,27 +219,28 @@ impl Kernel for Binary {
                 b.dtype()
             )));
         }
-        let bs = self.legacy.b_shape(a.shape(), b.shape())?;
+        let mut tmp = DimVec::new();
+        let bs = self.legacy.b_shape(a.shape(), b.shape(), &mut tmp)?;
         let dt = a.dtype();
         match self.op {
             Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod { .. } => {
-                dispatch_numeric!(dt, T => self.arith::<T>(ctx, a, b, &bs))
+                dispatch_numeric!(dt, T => self.arith::<T>(ctx, a, b, bs))
             }
             Op::Shl | Op::Shr | Op::BitAnd | Op::BitOr | Op::BitXor => {
-                dispatch_int!(dt, T => self.bits::<T>(ctx, a, b, &bs))
+                dispatch_int!(dt, T => self.bits::<T>(ctx, a, b, bs))
             }
             Op::And | Op::Or | Op::Xor => {
                 if dt != DType::Bool {
                     return Err(KernelError::unsupported(format!("{:?} on {dt}", self.op)));
                 }
                 match self.op {
-                    Op::And => apply(ctx, a, b, &bs, |x: &bool, y: &bool| *x & *y),
-                    Op::Or => apply(ctx, a, b, &bs, |x: &bool, y: &bool| *x | *y),
-                    _ => apply(ctx, a, b, &bs, |x: &bool, y: &bool| *x ^ *y),
+                    Op::And => apply(ctx, a, b, bs, |x: &bool, y: &bool| *x & *y),
+                    Op::Or => apply(ctx, a, b, bs, |x: &bool, y: &bool| *x | *y),
+                    _ => apply(ctx, a, b, bs, |x: &bool, y: &bool| *x ^ *y),
                 }
             }
-            _ if dt == DType::String => self.strings(ctx, a, b, &bs),
-            _ => dispatch_numeric_bool!(dt, T => self.compare::<T>(ctx, a, b, &bs)),
+            _ if dt == DType::String => self.strings(ctx, a, b, bs),
+            _ => dispatch_numeric_bool!(dt, T => self.compare::<T>(ctx, a, b, bs)),
         }
     }
 
@@ -244,9 +265,9 @@ struct PRelu;
 impl PRelu {
     /// The slope's shape as seen against X: unidirectional numpy broadcasting, else (as the
     /// reference does) a 1-D slope whose length matches exactly one dim of X.
-    fn slope_shape(x: &[usize], s: &[usize]) -> KernelResult<Vec<usize>> {
-        if broadcast_shapes(&[x, s]).is_ok_and(|o| o == x) {
-            return Ok(s.to_vec());
+    fn slope_shape(x: &[usize], s: &[usize]) -> KernelResult<DimVec> {
+        if x == s || broadcast_shapes(&[x, s]).is_ok_and(|o| *o == *x) {
+            return Ok(DimVec::from_slice(s));
         }
         if let [d] = s {
             if x.iter().filter(|&&v| v == *d).count() == 1 {

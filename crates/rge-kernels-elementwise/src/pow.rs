@@ -9,7 +9,7 @@ use rge_kernels::{
     KernelRegistryBuilder, KernelResult, TensorRef,
 };
 
-use crate::bcast::{binary, map};
+use crate::bcast::{binary, broadcast_pair, map, DimVec};
 use crate::binary::{apply, Legacy};
 use num_traits::Float;
 
@@ -52,10 +52,11 @@ fn with_exps<T: Num, E: Sync>(
     bs: &[usize],
     f: impl Fn(&T, &E) -> T + Sync,
 ) -> KernelResult<()> {
-    let osh = rge_kernels::shape_util::broadcast_shapes(&[a.shape(), bs])?;
+    let mut tmp = DimVec::new();
+    let osh = broadcast_pair(a.shape(), bs, &mut tmp)?;
     let av = a.as_slice::<T>()?;
-    let out = ctx.output::<T>(0, &osh)?;
-    binary(ctx.threads(), av, a.shape(), exps, bs, out, &osh, f);
+    let out = ctx.output::<T>(0, osh)?;
+    binary(ctx.threads(), av, a.shape(), exps, bs, out, osh, f);
     Ok(())
 }
 
@@ -111,11 +112,12 @@ impl Kernel for Pow {
                 b.dtype()
             )));
         }
-        let bs = self.legacy.b_shape(a.shape(), b.shape())?;
+        let mut tmp = DimVec::new();
+        let bs = self.legacy.b_shape(a.shape(), b.shape(), &mut tmp)?;
         if a.dtype().is_integer() {
-            dispatch_int!(a.dtype(), T => int_base::<T>(ctx, a, b, &bs))
+            dispatch_int!(a.dtype(), T => int_base::<T>(ctx, a, b, bs))
         } else {
-            dispatch_float!(a.dtype(), T => float_base::<T>(ctx, a, b, &bs))
+            dispatch_float!(a.dtype(), T => float_base::<T>(ctx, a, b, bs))
         }
     }
 

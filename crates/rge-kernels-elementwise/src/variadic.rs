@@ -1,12 +1,12 @@
 //! Variadic ops with multidirectional broadcasting (Max, Min, Sum, Mean) and Where.
 
-use rge_kernels::shape_util::{broadcast_shapes, broadcast_strides, for_each_broadcast};
+use rge_kernels::shape_util::{broadcast_strides, for_each_broadcast};
 use rge_kernels::{
     dispatch_float, dispatch_numeric, dispatch_numeric_bool, DType, Elem, Kernel, KernelCtx,
     KernelError, KernelRegistryBuilder, KernelResult, Tensor, TensorRef,
 };
 
-use crate::bcast::{accumulate, expand_into, for_chunks, Plan};
+use crate::bcast::{accumulate, binary, broadcast_shapes, expand_into, for_chunks, DimVec, Plan};
 use crate::num::{max_nan, min_nan, Num};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,31 +20,53 @@ enum Op {
 struct Variadic(Op);
 
 impl Variadic {
+    /// `n` inputs (all present, of one type), the first being `first`.
     fn run<T: Num>(
         &self,
         ctx: &mut KernelCtx<'_>,
-        ins: &[TensorRef<'_>],
+        n: usize,
+        first: TensorRef<'_>,
         osh: &[usize],
     ) -> KernelResult<()> {
-        let slices = ins
-            .iter()
-            .map(|t| t.as_slice::<T>())
-            .collect::<KernelResult<Vec<_>>>()?;
+        let x0 = first.as_slice::<T>()?;
+        for i in 1..n {
+            ctx.input(i)?.as_slice::<T>()?;
+        }
         let out = ctx.output::<T>(0, osh)?;
         let th = ctx.threads();
-        expand_into(th, out, osh, slices[0], ins[0].shape());
-        for (x, t) in slices.iter().zip(ins).skip(1) {
+        if n == 2 {
+            // One pass: out = f(x0, x1).
+            let x1 = ctx.input(1)?;
+            let (v1, s1) = (x1.as_slice::<T>()?, x1.shape());
+            let s0 = first.shape();
+            match self.0 {
+                Op::Max => binary(th, x0, s0, v1, s1, out, osh, |a: &T, b: &T| max_nan(*a, *b)),
+                Op::Min => binary(th, x0, s0, v1, s1, out, osh, |a: &T, b: &T| min_nan(*a, *b)),
+                Op::Sum => binary(th, x0, s0, v1, s1, out, osh, |a: &T, b: &T| a.add(*b)),
+                Op::Mean => {
+                    let two = T::from_f64v(2.0);
+                    binary(th, x0, s0, v1, s1, out, osh, |a: &T, b: &T| {
+                        a.add(*b).div(two)
+                    })
+                }
+            }
+            return Ok(());
+        }
+        expand_into(th, out, osh, x0, first.shape());
+        for i in 1..n {
+            let t = ctx.input(i)?;
+            let x = t.as_slice::<T>()?;
             match self.0 {
                 Op::Max => accumulate(th, out, osh, x, t.shape(), max_nan),
                 Op::Min => accumulate(th, out, osh, x, t.shape(), min_nan),
                 Op::Sum | Op::Mean => accumulate(th, out, osh, x, t.shape(), |a: T, b| a.add(b)),
             }
         }
-        if self.0 == Op::Mean && ins.len() > 1 {
-            let n = T::from_f64v(ins.len() as f64);
+        if self.0 == Op::Mean && n > 1 {
+            let d = T::from_f64v(n as f64);
             for_chunks(th, out, |o, _| {
                 for v in o.iter_mut() {
-                    *v = v.div(n);
+                    *v = v.div(d);
                 }
             });
         }
@@ -54,28 +76,47 @@ impl Variadic {
 
 impl Kernel for Variadic {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
-        let ins = (0..ctx.input_count())
-            .map(|i| ctx.input(i))
-            .collect::<KernelResult<Vec<_>>>()?;
-        let Some(first) = ins.first() else {
+        let n = ctx.input_count();
+        for i in 0..n {
+            ctx.input(i)?;
+        }
+        if n == 0 {
             return Err(KernelError::invalid(format!(
                 "{:?} needs at least one input",
                 self.0
             )));
-        };
-        let dt = first.dtype();
-        if let Some(t) = ins.iter().find(|t| t.dtype() != dt) {
-            return Err(KernelError::invalid(format!(
-                "inputs have different types: {dt} and {}",
-                t.dtype()
-            )));
         }
-        let shapes: Vec<&[usize]> = ins.iter().map(|t| t.shape()).collect();
-        let osh = broadcast_shapes(&shapes)?;
+        let first = ctx.input(0)?;
+        let dt = first.dtype();
+        for i in 1..n {
+            let t = ctx.input(i)?;
+            if t.dtype() != dt {
+                return Err(KernelError::invalid(format!(
+                    "inputs have different types: {dt} and {}",
+                    t.dtype()
+                )));
+            }
+        }
+        // Broadcast pairwise (the same result as all at once); the error names every shape.
+        let mut osh = DimVec::from_slice(first.shape());
+        for i in 1..n {
+            let s = ctx.input(i)?.shape();
+            if *osh != *s {
+                match broadcast_shapes(&[&osh, s]) {
+                    Ok(o) => osh = o,
+                    Err(e) => {
+                        let shapes = (0..n)
+                            .map(|i| ctx.input(i).map(|t| t.shape()))
+                            .collect::<KernelResult<Vec<_>>>()?;
+                        return Err(broadcast_shapes(&shapes).err().unwrap_or(e));
+                    }
+                }
+            }
+        }
         if self.0 == Op::Mean {
-            dispatch_float!(dt, T => self.run::<T>(ctx, &ins, &osh))
+            dispatch_float!(dt, T => self.run::<T>(ctx, n, first, &osh))
         } else {
-            dispatch_numeric!(dt, T => self.run::<T>(ctx, &ins, &osh))
+            dispatch_numeric!(dt, T => self.run::<T>(ctx, n, first, &osh))
         }
     }
 }

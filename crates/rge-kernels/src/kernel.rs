@@ -240,6 +240,7 @@ impl<'a> KernelCtx<'a> {
     }
 
     /// How many threads the kernel may use (1: run on the calling thread).
+    #[inline]
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -255,11 +256,13 @@ impl<'a> KernelCtx<'a> {
     }
 
     /// Input `i` of any kind, or `None` when absent.
+    #[inline]
     pub fn value(&self, i: usize) -> Option<ValueRef<'a>> {
         self.inputs.get(i).copied().flatten()
     }
 
     /// Required tensor input `i`.
+    #[inline]
     pub fn input(&self, i: usize) -> KernelResult<TensorRef<'a>> {
         match self.value(i) {
             Some(v) => v
@@ -270,6 +273,7 @@ impl<'a> KernelCtx<'a> {
     }
 
     /// Optional tensor input `i` (absent, or an empty name in ONNX).
+    #[inline]
     pub fn opt_input(&self, i: usize) -> KernelResult<Option<TensorRef<'a>>> {
         match self.value(i) {
             Some(v) => v
@@ -326,6 +330,7 @@ impl<'a> KernelCtx<'a> {
     }
 
     /// Raw memory for output `i` (any byte-sized or packed type; not strings).
+    #[inline]
     pub fn output_bytes(
         &mut self,
         i: usize,

@@ -14,6 +14,7 @@ use crate::error::{KernelError, KernelResult};
 pub type Dims = SmallVec<[usize; 4]>;
 
 /// Element count of `shape`, `None` on overflow.
+#[inline]
 pub fn element_count(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
 }
@@ -286,6 +287,7 @@ impl<'a> TensorRef<'a> {
     }
 
     /// The element type.
+    #[inline]
     pub fn dtype(&self) -> DType {
         self.dtype
     }
@@ -316,6 +318,7 @@ impl<'a> TensorRef<'a> {
     }
 
     /// The raw bytes; errors for strings.
+    #[inline]
     pub fn bytes(&self) -> KernelResult<&'a [u8]> {
         match self.data {
             DataRef::Bytes(b) => Ok(b),
