@@ -7,10 +7,7 @@ use std::collections::HashMap;
 use rge_ir::{op_types, AttrValue, ComputeGraph, NodeId};
 use rge_kernels::{run_owned, tensor_from_ir, DType, KernelInit, KernelRegistry, Value};
 
-/// The domain attribute the ONNX frontend writes on non-default-domain nodes.
-pub const DOMAIN_ATTR: &str = "_onnx_domain";
-/// The attribute listing each subgraph slot's ONNX attribute name.
-pub const SUBGRAPH_ATTRS_ATTR: &str = "_onnx_subgraph_attrs";
+pub use rge_ops::{DOMAIN_ATTR, SUBGRAPH_ATTRS_ATTR};
 
 /// The opset version of `domain` in `opsets` (the latest known when not imported).
 pub fn opset_of(opsets: &[(String, i64)], domain: &str) -> i64 {

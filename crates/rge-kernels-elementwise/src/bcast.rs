@@ -3,7 +3,7 @@
 //! input advancing by 0 or 1 per element within a row.
 
 use rayon::prelude::*;
-use rge_kernels::{KernelError, KernelResult};
+use rge_kernels::KernelResult;
 
 /// Element count from which a kernel splits its work across threads.
 pub const PAR_MIN: usize = 1 << 16;
@@ -37,165 +37,11 @@ pub fn map<A: Copy + Sync, O: Send>(
     });
 }
 
-/// Ranks up to which [`DimVec`] keeps its values inline (no heap allocation).
-pub const INLINE_RANK: usize = 6;
-
-/// A short list of dims, strides or indices: inline up to [`INLINE_RANK`] values, on the heap
-/// beyond, so that kernels' per-call shape work does not allocate for common ranks.
-#[derive(Clone)]
-pub struct DimVec(Repr);
-
-#[derive(Clone)]
-enum Repr {
-    Inline { len: u8, buf: [usize; INLINE_RANK] },
-    Heap(Vec<usize>),
-}
-
-impl DimVec {
-    /// An empty list.
-    #[inline]
-    pub const fn new() -> Self {
-        DimVec(Repr::Inline {
-            len: 0,
-            buf: [0; INLINE_RANK],
-        })
-    }
-
-    /// `n` copies of `v`.
-    #[inline]
-    pub fn filled(n: usize, v: usize) -> Self {
-        if n <= INLINE_RANK {
-            DimVec(Repr::Inline {
-                len: n as u8,
-                buf: [v; INLINE_RANK],
-            })
-        } else {
-            DimVec(Repr::Heap(vec![v; n]))
-        }
-    }
-
-    /// A copy of `s`.
-    #[inline]
-    pub fn from_slice(s: &[usize]) -> Self {
-        if s.len() <= INLINE_RANK {
-            let mut buf = [0; INLINE_RANK];
-            buf[..s.len()].copy_from_slice(s);
-            DimVec(Repr::Inline {
-                len: s.len() as u8,
-                buf,
-            })
-        } else {
-            DimVec(Repr::Heap(s.to_vec()))
-        }
-    }
-
-    /// Appends `v`.
-    #[inline]
-    pub fn push(&mut self, v: usize) {
-        match &mut self.0 {
-            Repr::Inline { len, buf } if (*len as usize) < INLINE_RANK => {
-                buf[*len as usize] = v;
-                *len += 1;
-            }
-            Repr::Inline { len, buf } => {
-                let mut h = Vec::with_capacity(INLINE_RANK * 2);
-                h.extend_from_slice(&buf[..*len as usize]);
-                h.push(v);
-                self.0 = Repr::Heap(h);
-            }
-            Repr::Heap(h) => h.push(v),
-        }
-    }
-
-    /// Removes and returns the last value.
-    #[inline]
-    pub fn pop(&mut self) -> Option<usize> {
-        match &mut self.0 {
-            Repr::Inline { len, buf } => {
-                if *len == 0 {
-                    None
-                } else {
-                    *len -= 1;
-                    Some(buf[*len as usize])
-                }
-            }
-            Repr::Heap(h) => h.pop(),
-        }
-    }
-}
-
-impl Default for DimVec {
-    fn default() -> Self {
-        DimVec::new()
-    }
-}
-
-impl std::ops::Deref for DimVec {
-    type Target = [usize];
-
-    #[inline]
-    fn deref(&self) -> &[usize] {
-        match &self.0 {
-            Repr::Inline { len, buf } => &buf[..*len as usize],
-            Repr::Heap(h) => h,
-        }
-    }
-}
-
-impl std::ops::DerefMut for DimVec {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [usize] {
-        match &mut self.0 {
-            Repr::Inline { len, buf } => &mut buf[..*len as usize],
-            Repr::Heap(h) => h,
-        }
-    }
-}
-
-impl std::fmt::Debug for DimVec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl PartialEq for DimVec {
-    fn eq(&self, other: &Self) -> bool {
-        **self == **other
-    }
-}
-
-impl Eq for DimVec {}
-
-impl FromIterator<usize> for DimVec {
-    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
-        let mut v = DimVec::new();
-        for x in iter {
-            v.push(x);
-        }
-        v
-    }
-}
-
-/// The numpy broadcast of `shapes` (the same result and error as
-/// `rge_kernels::shape_util::broadcast_shapes`), without heap allocation up to
-/// [`INLINE_RANK`].
-pub fn broadcast_shapes(shapes: &[&[usize]]) -> KernelResult<DimVec> {
-    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = DimVec::filled(rank, 1);
-    for s in shapes {
-        let off = rank - s.len();
-        for (o, &d) in out[off..].iter_mut().zip(s.iter()) {
-            if *o == 1 {
-                *o = d;
-            } else if d != 1 && d != *o {
-                return Err(KernelError::invalid(format!(
-                    "shapes {shapes:?} cannot be broadcast together"
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
+/// A short list of dims, strides or indices, inline up to
+/// [`rge_kernels::shape_util::INLINE_RANK`] values (the kernel core's shape vector), so that
+/// per-call shape work does not allocate for common ranks.
+pub use rge_kernels::shape_util::ShapeVec as DimVec;
+pub use rge_kernels::shape_util::{broadcast_shapes, INLINE_RANK};
 
 /// The broadcast of two shapes, borrowing `a` when both are equal (the common case: no work
 /// beyond the comparison). `tmp` holds the result otherwise.
@@ -232,7 +78,7 @@ impl<const K: usize> Plan<K> {
         let full: [DimVec; K] = std::array::from_fn(|k| {
             let shape = shapes[k];
             let off = out.len() - shape.len();
-            let mut s = DimVec::filled(out.len(), 0);
+            let mut s = DimVec::from_elem(0, out.len());
             let mut step = 1;
             for (i, &d) in shape.iter().enumerate().rev() {
                 if d != 1 {
@@ -299,7 +145,7 @@ impl<const K: usize> Plan<K> {
         let mut row = start / inner;
         let mut col = start % inner;
         // Unravel the first row over the outer dims.
-        let mut idx = DimVec::filled(self.outer.len(), 0);
+        let mut idx = DimVec::from_elem(0, self.outer.len());
         for d in (0..self.outer.len()).rev() {
             idx[d] = row % self.outer[d];
             row /= self.outer[d];

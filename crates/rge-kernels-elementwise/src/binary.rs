@@ -62,7 +62,7 @@ impl Legacy {
         if axis + rb > ra {
             return Err(bad());
         }
-        let mut s = DimVec::filled(ra, 1);
+        let mut s = DimVec::from_elem(1, ra);
         s[axis..axis + rb].copy_from_slice(b);
         Ok(s)
     }

@@ -46,7 +46,7 @@ impl MatMulPlan {
         let ab = &a2[..a2.len() - 2];
         let bb = &b2[..b2.len() - 2];
         let batch = broadcast_shapes(&[ab, bb])?;
-        let mut out_shape = batch.clone();
+        let mut out_shape = batch.to_vec();
         if !a_vec {
             out_shape.push(m);
         }

@@ -29,7 +29,7 @@ impl Kernel for Expand {
             })
             .collect();
         let maps = AxisMaps::new(maps, Fill::None).with_threads(ctx.threads());
-        run_movement(ctx, &[data], &[(0, out)], &maps)
+        run_movement(ctx, &[data], &[(0, out.to_vec())], &maps)
     }
 }
 

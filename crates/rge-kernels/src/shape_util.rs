@@ -2,10 +2,16 @@
 
 use crate::error::{KernelError, KernelResult};
 
-/// The numpy-style broadcast of several shapes.
-pub fn broadcast_shapes(shapes: &[&[usize]]) -> KernelResult<Vec<usize>> {
+/// Ranks up to which a [`ShapeVec`] keeps its values inline (no heap allocation).
+pub const INLINE_RANK: usize = 6;
+
+/// Dims, strides or indices computed per kernel call: inline up to [`INLINE_RANK`] values.
+pub type ShapeVec = smallvec::SmallVec<[usize; INLINE_RANK]>;
+
+/// The numpy-style broadcast of several shapes (no heap allocation up to [`INLINE_RANK`]).
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> KernelResult<ShapeVec> {
     let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let mut out = vec![1usize; rank];
+    let mut out = ShapeVec::from_elem(1, rank);
     for s in shapes {
         let off = rank - s.len();
         for (i, &d) in s.iter().enumerate() {
@@ -103,8 +109,8 @@ mod tests {
     #[test]
     fn broadcasting() {
         assert_eq!(
-            broadcast_shapes(&[&[2, 1, 3], &[4, 1]]).unwrap(),
-            vec![2, 4, 3]
+            broadcast_shapes(&[&[2, 1, 3], &[4, 1]]).unwrap().as_slice(),
+            [2, 4, 3]
         );
         assert!(broadcast_shapes(&[&[2], &[3]]).is_err());
         assert_eq!(broadcast_strides(&[4, 1], &[2, 4, 3]), vec![0, 1, 0]);
