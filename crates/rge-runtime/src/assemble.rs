@@ -77,6 +77,8 @@ pub(crate) fn finish(
         }
     }
     let mut in_place = 0usize;
+    // (buffer, step) of every in-place write, in step order.
+    let mut in_place_writers: Vec<(u32, u32)> = Vec::new();
     for (si, st) in steps.iter().enumerate() {
         let Some((i, o)) = st.kernel.reuse_input() else {
             continue;
@@ -99,6 +101,7 @@ pub(crate) fn finish(
         buf_of[out] = b as u32;
         buf_rel[out] = buf_rel[r] + rel[src];
         buf_last[b] = buf_last[b].max(last[out]);
+        in_place_writers.push((b as u32, si as u32));
         in_place += 1;
     }
     let mut members: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -138,11 +141,22 @@ pub(crate) fn finish(
             }
         })
         .collect();
-    // In-place writers wait for the other readers of the buffer they write over.
-    for r in &reqs {
-        for &w in r.writers.iter().skip(1) {
-            deps.extend(r.readers.iter().filter(|&&x| x < w).map(|&x| (x, w)));
-        }
+    // In-place writers wait for the other readers of the buffer they write over. Readers before
+    // the buffer's previous in-place writer already precede that writer, which precedes this
+    // one (this one reads what it or a later step made): one window of readers per writer.
+    let mut prev_writer: HashMap<u32, u32> = HashMap::new();
+    for &(b, w) in &in_place_writers {
+        let Ok(k) = bufs.binary_search(&b) else {
+            return Err(RuntimeError::Other(format!(
+                "in-place buffer {b} has no memory request"
+            )));
+        };
+        let r = &reqs[k];
+        let from = prev_writer
+            .insert(b, w)
+            .map_or(0, |p| r.readers.partition_point(|&x| x <= p));
+        let to = r.readers.partition_point(|&x| x < w);
+        deps.extend(r.readers[from..to.max(from)].iter().map(|&x| (x, w)));
     }
     let (offsets, arena) = plan::place(&reqs);
     let bound = plan::lower_bound(&reqs, nsteps);
