@@ -25,6 +25,14 @@ fn nodes() -> usize {
         .unwrap_or(NODES_DEFAULT)
 }
 
+/// Timed runs per measurement (`RGE_BENCH_RUNS` overrides 30; more for profiling).
+fn runs() -> usize {
+    std::env::var("RGE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30)
+}
+
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -245,10 +253,10 @@ fn main() {
     let mut best_ort: Vec<(String, f64)> = Vec::new();
     for _round in 0..3 {
         for (i, &kind) in kinds.iter().enumerate() {
-            best_rge[i] = best_rge[i].min(time_per_node(&m, kind, 30));
+            best_rge[i] = best_rge[i].min(time_per_node(&m, kind, runs()));
         }
         if with_ort {
-            for (name, ns) in ort(&path, 30) {
+            for (name, ns) in ort(&path, runs()) {
                 match best_ort.iter_mut().find(|(n, _)| *n == name) {
                     Some(b) => b.1 = b.1.min(ns),
                     None => best_ort.push((name, ns)),
@@ -273,7 +281,7 @@ fn main() {
     let mr = real.compile_graph(to_graph(&chain)).unwrap();
     let mut seq_real = f64::INFINITY;
     for _ in 0..3 {
-        seq_real = seq_real.min(time_per_node(&mr, ExecutorKind::Sequential, 30));
+        seq_real = seq_real.min(time_per_node(&mr, ExecutorKind::Sequential, runs()));
     }
     println!("  rge sequential  {seq_real:>8.1}   (rge-kernels-elementwise Add)");
     for (name, ns) in &best_ort {
