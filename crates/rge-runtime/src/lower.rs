@@ -15,7 +15,7 @@ use rge_kernels::{tensor_from_ir, DType, Kernel, KernelInit, KernelRegistry, Ten
 use crate::converters::{ConverterRegistry, Placement};
 use crate::engines::is_local_op;
 use crate::error::{RuntimeError, RuntimeResult};
-use crate::program::{InputSource, InputSpec, Program, Slot, Step, Storage};
+use crate::program::{Dims, InputSource, InputSpec, Program, Slot, Step, Storage};
 
 /// The node attribute naming a non-default op domain.
 pub const DOMAIN_ATTR: &str = "_onnx_domain";
@@ -194,7 +194,7 @@ impl<'e> Lowering<'e> {
         let slot = Slot {
             name: self.slot_name(n, i),
             dtype: Some(dtype),
-            shape: Some(shape),
+            shape: Some(Dims::from_slice(&shape)),
             storage: r.storage,
             bytes: srcs.bytes,
             producer: r.producer,
@@ -282,7 +282,9 @@ impl<'e> Lowering<'e> {
             (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s).unwrap_or(0),
             _ => 0,
         };
-        let shape = shape.filter(|_| dtype.is_some_and(|d| !d.is_string()));
+        let shape = shape
+            .filter(|_| dtype.is_some_and(|d| !d.is_string()))
+            .map(|s| Dims::from_slice(&s));
         let slot = Slot {
             name: op.name().to_string(),
             dtype,
@@ -315,7 +317,7 @@ impl<'e> Lowering<'e> {
         let slot = Slot {
             name: op.name().to_string(),
             dtype: Some(t.dtype()),
-            shape: (!t.dtype().is_string()).then(|| t.shape().into()),
+            shape: (!t.dtype().is_string()).then(|| Dims::from_slice(t.shape())),
             storage: Storage::Const(k),
             bytes: t.dtype().bytes_for(t.len()),
             producer: None,
@@ -425,7 +427,7 @@ impl<'e> Lowering<'e> {
             let slot = Slot {
                 name: self.slot_name(n, i),
                 dtype,
-                shape: if planned { shape } else { None },
+                shape: shape.filter(|_| planned).map(|s| Dims::from_slice(&s)),
                 storage: Storage::Dynamic(u32::MAX),
                 bytes: bytes.unwrap_or(0),
                 producer: Some(step),
@@ -446,8 +448,8 @@ impl<'e> Lowering<'e> {
             engine,
             stream,
             kernel,
-            inputs: inputs.into(),
-            outputs: outputs.into(),
+            inputs: inputs.into_iter().collect(),
+            outputs: outputs.into_iter().collect(),
             used: used.into(),
             subgraphs: subgraphs.into(),
             workspace: workspace.into(),

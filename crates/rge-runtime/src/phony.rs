@@ -11,7 +11,7 @@ use rge_kernels::DType;
 
 use crate::error::RuntimeResult;
 use crate::lower::{bytes_of, is_tensor_desc, lower_err, static_shape, Lowering};
-use crate::program::{Slot, Storage};
+use crate::program::{Dims, Slot, Storage};
 
 fn axis(cx: &Lowering<'_>, n: NodeId, names: &[&str], rank: usize) -> RuntimeResult<usize> {
     let op = cx.op(n)?;
@@ -112,7 +112,7 @@ pub(crate) fn lower_phony_concat(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeRes
     let slot = Slot {
         name: cx.slot_name(n, 0),
         dtype: Some(dtype),
-        shape: Some(shape),
+        shape: Some(Dims::from_slice(&shape)),
         storage: Storage::Dynamic(u32::MAX),
         bytes,
         producer: None,
@@ -183,7 +183,7 @@ pub(crate) fn lower_phony_split(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResu
         let slot = Slot {
             name: cx.slot_name(n, i),
             dtype: Some(dtype),
-            shape: Some(shape),
+            shape: Some(Dims::from_slice(&shape)),
             storage: s.storage,
             bytes,
             producer: cx.slots[root as usize].producer,

@@ -30,7 +30,7 @@ pub struct Slot {
     pub name: String,
     pub dtype: Option<DType>,
     /// The static shape, when known (planned and view slots always have one).
-    pub shape: Option<Box<[usize]>>,
+    pub shape: Option<Dims>,
     pub storage: Storage,
     /// Byte size of a planned tensor.
     pub bytes: usize,
@@ -62,6 +62,10 @@ pub enum InputSource {
     Parent(usize),
 }
 
+/// A static shape, inline up to rank 4: the executors read it for every input and output, and
+/// keeping it beside the slot saves a pointer chase per tensor.
+pub type Dims = smallvec::SmallVec<[usize; 4]>;
+
 /// One launch step: a kernel with its inputs and outputs.
 pub struct Step {
     pub node: String,
@@ -70,10 +74,10 @@ pub struct Step {
     /// The stream from stream assignment (`None`: a skipped engine).
     pub stream: Option<u32>,
     pub kernel: Box<dyn Kernel>,
-    /// Input slots (`None`: an absent optional input).
-    pub inputs: Box<[Option<u32>]>,
-    /// Output slots.
-    pub outputs: Box<[u32]>,
+    /// Input slots (`None`: an absent optional input), inline up to four (read every run).
+    pub inputs: smallvec::SmallVec<[Option<u32>; 4]>,
+    /// Output slots, inline up to two.
+    pub outputs: smallvec::SmallVec<[u32; 2]>,
     /// True when some output is consumed.
     pub used: Box<[bool]>,
     /// Subgraphs (If, Loop, Scan …), by slot.

@@ -53,9 +53,7 @@ fn readers_finish_before_the_in_place_writer() {
         .collect();
     for kind in ExecutorKind::ALL {
         for _ in 0..5 {
-            let out = m
-                .run_with(&[tensor(&[N], x.clone())], kind, None)
-                .unwrap();
+            let out = m.run_with(&[tensor(&[N], x.clone())], kind, None).unwrap();
             let got = floats(&out[0]);
             let worst = got
                 .iter()
