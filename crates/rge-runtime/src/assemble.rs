@@ -31,6 +31,7 @@ pub(crate) fn finish(
         inputs,
         outputs,
         views,
+        env,
         ..
     } = cx;
     let ns = slots.len();
@@ -158,7 +159,15 @@ pub(crate) fn finish(
         let to = r.readers.partition_point(|&x| x < w);
         deps.extend(r.readers[from..to.max(from)].iter().map(|&x| (x, w)));
     }
-    let (offsets, arena) = plan::place(&reqs);
+    let (offsets, arena) = match env.saved_offsets.filter(|_| g == graph.root()) {
+        Some(saved) => {
+            let arena = plan::check_offsets(&reqs, saved).map_err(|e| {
+                RuntimeError::Other(format!("the saved memory plan does not fit: {e}"))
+            })?;
+            (saved.to_vec(), arena)
+        }
+        None => plan::place(&reqs),
+    };
     let bound = plan::lower_bound(&reqs, nsteps);
     deps.extend(plan::memory_deps(&reqs, &offsets));
     let mut buf_offset: HashMap<u32, usize> = HashMap::new();
@@ -222,6 +231,7 @@ pub(crate) fn finish(
         buffers: reqs.len(),
         in_place,
         views,
+        offsets,
     };
     Ok(Program {
         name: graph.graph_name(g).unwrap_or("").to_string(),

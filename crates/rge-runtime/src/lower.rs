@@ -37,6 +37,9 @@ pub struct LowerEnv<'e> {
     pub manager: Option<&'e EngineManager>,
     /// Opset imports: (domain, version).
     pub opsets: Vec<(String, i64)>,
+    /// Buffer offsets of the root graph's memory plan, as a saved model stores them: used
+    /// (after checking) instead of planning again.
+    pub saved_offsets: Option<&'e [usize]>,
 }
 
 impl LowerEnv<'_> {
@@ -70,7 +73,7 @@ pub fn graph_opsets(graph: &ComputeGraph) -> Vec<(String, i64)> {
 
 /// Lowering state of one graph; converters call its methods.
 pub struct Lowering<'e> {
-    env: &'e LowerEnv<'e>,
+    pub(crate) env: &'e LowerEnv<'e>,
     graph: &'e ComputeGraph,
     subgraph: bool,
     pub(crate) slots: Vec<Slot>,

@@ -2,8 +2,10 @@
 //! ids on its ops, partitions recorded by placement, constants inline — in GE's ModelDef
 //! container, with GE's model attributes `memory_size` (the planned arena), `stream_num`,
 //! `event_num` and `weight_size`, plus `_rge_compiled`. Loading lowers the graph as it is (no
-//! compile pipeline: no inference, placement or partitioning) and checks that the memory plan
-//! comes out as saved.
+//! compile pipeline: no inference, placement or partitioning) and uses the saved memory plan's
+//! buffer offsets (`_rge_memory_offsets`, checked against the lowered program) — so a model
+//! saved by one rge loads with the same plan under a later planner; models saved without them
+//! are planned again and must come out at the saved `memory_size`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +20,8 @@ use crate::session::Session;
 /// The model attribute marking a compiled model, with the format version.
 pub const COMPILED_ATTR: &str = "_rge_compiled";
 const FORMAT: i64 = 1;
+/// The buffer offsets of the memory plan (optional: models saved without it are planned again).
+const OFFSETS_ATTR: &str = "_rge_memory_offsets";
 
 fn weight_bytes(m: &Model) -> i64 {
     m.program()
@@ -34,6 +38,10 @@ pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
     let a = &mut ge.attrs;
     a.set(COMPILED_ATTR, FORMAT);
     a.set("memory_size", model.plan().arena_bytes as i64);
+    a.set(
+        OFFSETS_ATTR,
+        AttrValue::ListInt(model.plan().offsets.iter().map(|&o| o as i64).collect()),
+    );
     a.set("stream_num", i64::from(model.stream_count));
     a.set("event_num", model.event_count as i64);
     a.set("weight_size", weight_bytes(model));
@@ -81,7 +89,29 @@ impl Session {
         let streams = int_attr(&ge, "stream_num").unwrap_or(0).max(0) as u32;
         let events = int_attr(&ge, "event_num").unwrap_or(0).max(0) as usize;
         let saved_arena = int_attr(&ge, "memory_size");
-        let model = self.model_from_compiled(ge.graph, streams, events)?;
+        let offsets: Option<Vec<usize>> = match ge.attrs.get(OFFSETS_ATTR) {
+            None => None,
+            Some(AttrValue::ListInt(v)) => Some(
+                v.iter()
+                    .map(|&o| usize::try_from(o))
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| {
+                        RuntimeError::file(
+                            &origin,
+                            format!("`{OFFSETS_ATTR}` holds a negative offset"),
+                        )
+                    })?,
+            ),
+            Some(_) => {
+                return Err(RuntimeError::file(
+                    &origin,
+                    format!("`{OFFSETS_ATTR}` is not a list of ints"),
+                ))
+            }
+        };
+        let model = self
+            .model_from_saved(ge.graph, streams, events, offsets.as_deref())
+            .map_err(|e| RuntimeError::file(&origin, e))?;
         if let Some(s) = saved_arena {
             if s != model.plan().arena_bytes as i64 {
                 return Err(RuntimeError::file(

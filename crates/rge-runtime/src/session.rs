@@ -171,12 +171,25 @@ impl Session {
         stream_count: u32,
         event_count: usize,
     ) -> RuntimeResult<Model> {
+        self.model_from_saved(graph, stream_count, event_count, None)
+    }
+
+    /// [`Session::model_from_compiled`] with the root graph's buffer offsets when a saved model
+    /// has them (checked, then used instead of planning again).
+    pub(crate) fn model_from_saved(
+        &self,
+        graph: ComputeGraph,
+        stream_count: u32,
+        event_count: usize,
+        saved_offsets: Option<&[usize]>,
+    ) -> RuntimeResult<Model> {
         let env = LowerEnv {
             kernels: &self.options.kernels,
             builtin: &self.builtin,
             converters: &self.converters,
             manager: Some(&self.manager),
             opsets: graph_opsets(&graph),
+            saved_offsets,
         };
         let program = lower_graph(&env, &graph, graph.root())?;
         if let Some(limit) = self.options.memory_limit {

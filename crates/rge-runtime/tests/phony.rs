@@ -90,6 +90,7 @@ fn lower(g: &ComputeGraph) -> rge_runtime::RuntimeResult<rge_runtime::Program> {
         converters: &converters,
         manager: None,
         opsets: vec![],
+        saved_offsets: None,
     };
     lower_graph(&env, g, g.root())
 }

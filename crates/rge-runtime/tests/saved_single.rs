@@ -45,6 +45,50 @@ fn saved_model_loads_and_gives_the_same_outputs() {
     }
 }
 
+/// A saved model's buffer offsets are what loading uses (not a fresh plan): a valid plan
+/// without reuse loads as it is; an overlapping one is a clear error naming the file.
+#[test]
+fn saved_offsets_are_used_and_checked() {
+    use rge_formats::ge::GeModel;
+    use rge_ir::AttrValue;
+    let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    let built = s.compile_graph(to_graph(&add_chain(50))).unwrap();
+    let inputs = vec![tensor(&[1], vec![2.0])];
+    let want = built.run(&inputs).unwrap();
+    let path = tmp("offsets.om");
+    save_model(&built, &path).unwrap();
+    let n = built.plan().offsets.len();
+    assert!(n > 2, "{:?}", built.plan());
+    let rewrite = |offsets: Vec<i64>, size: i64| {
+        let mut ge = GeModel::read_binary(&path).unwrap();
+        ge.attrs
+            .set("_rge_memory_offsets", AttrValue::ListInt(offsets));
+        ge.attrs.set("memory_size", size);
+        ge.write_binary(&path, &Default::default()).unwrap();
+    };
+    // Every buffer apart: valid, larger than the planner's two buffers.
+    rewrite((0..n as i64).map(|i| i * 64).collect(), n as i64 * 64);
+    let loaded = s.load_model(&path).unwrap();
+    assert_eq!(loaded.plan().arena_bytes, n * 64);
+    assert!(built.plan().arena_bytes < n * 64);
+    for kind in ExecutorKind::ALL {
+        assert_eq!(
+            loaded.run_with(&inputs, kind, None).unwrap(),
+            want,
+            "{kind}"
+        );
+    }
+    // Every buffer at 0: consecutive adds overlap.
+    rewrite(vec![0; n], 64);
+    let e = s.load_model(&path).unwrap_err().to_string();
+    assert!(e.contains("saved memory plan does not fit"), "{e}");
+    assert!(e.contains("offsets.om"), "{e}");
+    rewrite(vec![0; n - 1], 64);
+    let e = s.load_model(&path).unwrap_err().to_string();
+    assert!(e.contains("buffer offsets for"), "{e}");
+    let _ = std::fs::remove_file(&path);
+}
+
 #[test]
 fn loading_a_plain_graph_is_a_clear_error() {
     let s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();

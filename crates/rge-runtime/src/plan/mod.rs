@@ -45,6 +45,8 @@ pub struct MemoryPlan {
     pub in_place: usize,
     /// Tensors that are views of another (no copy).
     pub views: usize,
+    /// The offset of every planned buffer (what a saved model stores).
+    pub offsets: Vec<usize>,
 }
 
 impl MemoryPlan {
@@ -147,6 +149,43 @@ fn tighten(reqs: &[BufferReq], best: &mut (Vec<usize>, usize)) {
         }
         cap = (lo + (best.1 - lo) / 2) / ALIGN * ALIGN;
     }
+}
+
+/// Checks offsets from outside (a saved model's plan) against `reqs`: one per buffer, aligned,
+/// and no two buffers alive at one step sharing a byte. Returns the arena size.
+pub fn check_offsets(reqs: &[BufferReq], offsets: &[usize]) -> Result<usize, String> {
+    if offsets.len() != reqs.len() {
+        return Err(format!(
+            "{} buffer offsets for {} buffers",
+            offsets.len(),
+            reqs.len()
+        ));
+    }
+    let mut order: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
+    order.sort_by_key(|&i| (reqs[i].def, i));
+    let mut arena = 0usize;
+    let mut active: Vec<usize> = Vec::new();
+    for &i in &order {
+        let (off, size) = (offsets[i], aligned(reqs[i].size));
+        let end = off
+            .checked_add(size)
+            .ok_or_else(|| format!("buffer {i}: offset {off} overflows"))?;
+        if off % ALIGN != 0 {
+            return Err(format!("buffer {i}: offset {off} is not {ALIGN}-aligned"));
+        }
+        active.retain(|&j| reqs[j].last >= reqs[i].def);
+        if let Some(&j) = active.iter().find(|&&j| {
+            let (o, s) = (offsets[j], aligned(reqs[j].size));
+            off < o + s && o < end
+        }) {
+            return Err(format!(
+                "buffers {j} and {i} are alive together and share bytes"
+            ));
+        }
+        active.push(i);
+        arena = arena.max(end);
+    }
+    Ok(arena)
 }
 
 fn by_size(reqs: &[BufferReq]) -> Vec<usize> {
