@@ -13,7 +13,8 @@
 //!   the current offset, the tops placed there, the lowest minimum offset of its unplaced
 //!   buffers — plus the sizes still to place there must fit in the capacity.
 //!
-//! The search is bounded by a node count (not time), so plans stay deterministic.
+//! The search is bounded by a count of work (buffers, sections and overlaps visited), not by
+//! time, so plans stay deterministic.
 
 use super::{aligned, BufferReq, ALIGN};
 
@@ -22,7 +23,7 @@ use super::{aligned, BufferReq, ALIGN};
 pub(super) enum Outcome {
     Found,
     Infeasible,
-    OutOfNodes,
+    OutOfWork,
 }
 
 const UNPLACED: u64 = u64::MAX;
@@ -189,7 +190,7 @@ pub(super) fn solve(p: &Problem, cap: u64, work: &mut u64) -> Option<Vec<u64>> {
                     let mut left = given;
                     match super::sweep::solve(p, cap, &mut left) {
                         Some(o) => (Outcome::Found, o, left),
-                        None => (Outcome::OutOfNodes, Vec::new(), left),
+                        None => (Outcome::OutOfWork, Vec::new(), left),
                     }
                 }
                 _ => {
@@ -208,7 +209,7 @@ pub(super) fn solve(p: &Problem, cap: u64, work: &mut u64) -> Option<Vec<u64>> {
                 Outcome::Found => return Some(offsets),
                 // A complete search proved the capacity too small.
                 Outcome::Infeasible => return None,
-                Outcome::OutOfNodes => {}
+                Outcome::OutOfWork => {}
             }
         }
         limit = limit.saturating_mul(2);
@@ -223,7 +224,7 @@ pub(super) fn feasible(p: &Problem, capacity: usize, work: u64) -> Option<bool> 
     match s.run() {
         Outcome::Found => Some(true),
         Outcome::Infeasible => Some(false),
-        Outcome::OutOfNodes => None,
+        Outcome::OutOfWork => None,
     }
 }
 
@@ -301,7 +302,7 @@ impl<'a> Search<'a> {
         let cost = order.len() as u64 + 16;
         let mut outcome = Outcome::Infeasible;
         if self.work_left < cost {
-            outcome = Outcome::OutOfNodes;
+            outcome = Outcome::OutOfWork;
         } else if order.is_empty() {
             outcome = Outcome::Found;
         } else {
@@ -387,7 +388,7 @@ impl<'a> Search<'a> {
         spent += p.sections.len();
         let outcome = if self.work_left < spent as u64 {
             self.work_left = 0;
-            Outcome::OutOfNodes
+            Outcome::OutOfWork
         } else if fits {
             self.work_left -= spent as u64;
             // The child's order: unchanged entries keep their places; merge in the raised ones.

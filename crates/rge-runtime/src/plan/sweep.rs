@@ -50,7 +50,7 @@ impl Sweep<'_> {
         // scanned, plus a fixed cost per node.
         let cost = 4 * p.overlaps(k).len() as u64 + 16;
         if self.work_left < cost {
-            return Outcome::OutOfNodes;
+            return Outcome::OutOfWork;
         }
         self.work_left -= cost;
         let size = p.size(k);
