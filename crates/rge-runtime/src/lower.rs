@@ -109,7 +109,7 @@ pub(crate) fn is_tensor_desc(d: &TensorDesc) -> bool {
     !d.attrs().contains(rge_ops::VALUE_KIND_ATTR) && !d.attrs().contains(ONNX_TYPE_ATTR)
 }
 
-pub(crate) fn static_shape(d: &TensorDesc) -> Option<Box<[usize]>> {
+pub(crate) fn static_shape(d: &TensorDesc) -> Option<Dims> {
     let s = d.shape();
     if s.is_unknown_rank() || !s.is_fully_known() {
         return None;
@@ -197,7 +197,7 @@ impl<'e> Lowering<'e> {
         let slot = Slot {
             name: self.slot_name(n, i),
             dtype: Some(dtype),
-            shape: Some(Dims::from_slice(&shape)),
+            shape: Some(shape),
             storage: r.storage,
             bytes: srcs.bytes,
             producer: r.producer,
@@ -285,9 +285,7 @@ impl<'e> Lowering<'e> {
             (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s).unwrap_or(0),
             _ => 0,
         };
-        let shape = shape
-            .filter(|_| dtype.is_some_and(|d| !d.is_string()))
-            .map(|s| Dims::from_slice(&s));
+        let shape = shape.filter(|_| dtype.is_some_and(|d| !d.is_string()));
         let slot = Slot {
             name: op.name().to_string(),
             dtype,
@@ -430,7 +428,7 @@ impl<'e> Lowering<'e> {
             let slot = Slot {
                 name: self.slot_name(n, i),
                 dtype,
-                shape: shape.filter(|_| planned).map(|s| Dims::from_slice(&s)),
+                shape: shape.filter(|_| planned),
                 storage: Storage::Dynamic(u32::MAX),
                 bytes: bytes.unwrap_or(0),
                 producer: Some(step),

@@ -53,7 +53,7 @@ fn offsets(cx: &Lowering<'_>, n: NodeId, sizes: &[usize]) -> RuntimeResult<Vec<u
 }
 
 /// The static shape, dtype and bytes of output `i` of `n`.
-fn out_desc(cx: &Lowering<'_>, n: NodeId, i: usize) -> RuntimeResult<(Box<[usize]>, DType, usize)> {
+fn out_desc(cx: &Lowering<'_>, n: NodeId, i: usize) -> RuntimeResult<(Dims, DType, usize)> {
     let op = cx.op(n)?;
     let bad = |m: &str| lower_err(cx.graph(), n, format!("output {i}: {m}"));
     let d = op.output(i).ok_or_else(|| bad("missing"))?;
@@ -112,7 +112,7 @@ pub(crate) fn lower_phony_concat(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeRes
     let slot = Slot {
         name: cx.slot_name(n, 0),
         dtype: Some(dtype),
-        shape: Some(Dims::from_slice(&shape)),
+        shape: Some(shape),
         storage: Storage::Dynamic(u32::MAX),
         bytes,
         producer: None,
@@ -183,7 +183,7 @@ pub(crate) fn lower_phony_split(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResu
         let slot = Slot {
             name: cx.slot_name(n, i),
             dtype: Some(dtype),
-            shape: Some(Dims::from_slice(&shape)),
+            shape: Some(shape),
             storage: s.storage,
             bytes,
             producer: cx.slots[root as usize].producer,

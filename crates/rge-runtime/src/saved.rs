@@ -111,7 +111,11 @@ impl Session {
         };
         let model = self
             .model_from_saved(ge.graph, streams, events, offsets.as_deref())
-            .map_err(|e| RuntimeError::file(&origin, e))?;
+            .map_err(|e| match e {
+                // A session option (memory_limit) is at fault, not the file.
+                RuntimeError::Option { .. } => e,
+                e => RuntimeError::file(&origin, e),
+            })?;
         if let Some(s) = saved_arena {
             if s != model.plan().arena_bytes as i64 {
                 return Err(RuntimeError::file(

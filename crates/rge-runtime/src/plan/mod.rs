@@ -72,8 +72,11 @@ fn overlaps(a: &BufferReq, b: &BufferReq) -> bool {
 /// ([`place_greedy`]); when they stay above the lower bound on a small program, an exact search
 /// looks for smaller arenas within a fixed work budget.
 pub fn place(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
-    let mut best = place_greedy(reqs);
-    tighten(reqs, &mut best);
+    let conflicts = Conflicts::new(reqs);
+    let mut best = greedy(reqs, &conflicts);
+    if let Some(adj) = &conflicts.0 {
+        tighten(reqs, adj, &mut best);
+    }
     best
 }
 
@@ -81,6 +84,10 @@ pub fn place(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
 /// buffers of the busiest steps first, TFLite's greedy by breadth), by lifetime, area and
 /// definition — each with best-fit and first-fit gaps; the smallest arena wins.
 pub fn place_greedy(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
+    greedy(reqs, &Conflicts::new(reqs))
+}
+
+fn greedy(reqs: &[BufferReq], conflicts: &Conflicts) -> (Vec<usize>, usize) {
     let mut best: Option<(Vec<usize>, usize)> = None;
     let mut orders = vec![by_size(reqs)];
     // Greedy by breadth walks the live buffers of every step (quadratic): small graphs only.
@@ -102,11 +109,10 @@ pub fn place_greedy(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
         o.sort_by_key(|&i| (reqs[i].def, i));
         orders.push(o);
     }
-    let conflicts = Conflicts::new(reqs);
     let mut scratch = Vec::new();
     for order in &orders {
         for best_fit in [true, false] {
-            let r = place_in_order(reqs, order, best_fit, &conflicts, &mut scratch);
+            let r = place_in_order(reqs, order, best_fit, conflicts, &mut scratch);
             if best.as_ref().is_none_or(|b| r.1 < b.1) {
                 best = Some(r);
             }
@@ -121,16 +127,14 @@ const SEARCH_WORK: u64 = 40_000_000;
 /// When the greedy placement stays above the lower bound, searches exactly for smaller arenas:
 /// the lower bound first (often reachable), then a bisection between the largest capacity known
 /// to fail and the best arena found. Skipped when one descent of the search (buffers × (buffers
-/// + sections)) would not fit an eighth of the budget.
-fn tighten(reqs: &[BufferReq], best: &mut (Vec<usize>, usize)) {
+/// + sections)) would not fit an eighth of the budget. `conflicts`: see [`Conflicts`].
+fn tighten(reqs: &[BufferReq], conflicts: &[Vec<u32>], best: &mut (Vec<usize>, usize)) {
     let steps = reqs.iter().map(|r| r.def as usize + 1).max().unwrap_or(0);
     let mut lo = lower_bound(reqs, steps);
     if best.1 <= lo {
         return;
     }
-    let Some(p) = search::Problem::new(reqs, Conflicts::MAX_PAIRS) else {
-        return;
-    };
+    let p = search::Problem::new(reqs, conflicts);
     if p.descent_work() > SEARCH_WORK / 8 {
         return;
     }
@@ -257,7 +261,8 @@ fn by_breadth(reqs: &[BufferReq]) -> Vec<usize> {
 
 /// Which buffers are alive at a common step, as lists per buffer: built when there are few
 /// enough such pairs, so that placing a buffer looks only at the buffers it conflicts with
-/// rather than at every placed one (same placements, far less work in the local search).
+/// rather than at every placed one (same placements, far less work), and the exact search
+/// starts from them.
 struct Conflicts(Option<Vec<Vec<u32>>>);
 
 impl Conflicts {
@@ -573,7 +578,7 @@ mod tests {
         let reqs = ladder(40);
         let bound = lower_bound(&reqs, 41);
         assert_eq!(bound, 26 * ALIGN);
-        let p = search::Problem::new(&reqs, 1 << 20).unwrap();
+        let p = search::Problem::new(&reqs, Conflicts::new(&reqs).0.as_ref().unwrap());
         assert_eq!(search::feasible(&p, bound, u64::MAX), Some(false));
         let reqs = ladder(100);
         let (offs, arena) = place(&reqs);

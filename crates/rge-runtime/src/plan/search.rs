@@ -45,8 +45,9 @@ pub(super) struct Problem {
 }
 
 impl Problem {
-    /// Builds the problem; `None` when it has more than `max_pairs` overlapping pairs.
-    pub(super) fn new(reqs: &[BufferReq], max_pairs: usize) -> Option<Problem> {
+    /// Builds the problem from `conflicts`: for every request, the requests alive at a common
+    /// step (the greedy placements' conflict lists).
+    pub(super) fn new(reqs: &[BufferReq], conflicts: &[Vec<u32>]) -> Problem {
         let index: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
         // Steps [def, last]; graph outputs (last = MAX) stay alive to the last step.
         let end = index
@@ -79,24 +80,15 @@ impl Problem {
                 sections[s as usize].push(k as u32);
             }
         }
-        let mut by_lo: Vec<usize> = (0..index.len()).collect();
-        by_lo.sort_by_key(|&k| (span[k].0, k));
-        let mut overlaps = vec![Vec::new(); index.len()];
-        let mut pairs = 0usize;
-        for (n, &a) in by_lo.iter().enumerate() {
-            for &b in by_lo[n + 1..]
-                .iter()
-                .take_while(|&&b| span[b].0 < span[a].1)
-            {
-                pairs += 1;
-                if pairs > max_pairs {
-                    return None;
-                }
-                overlaps[a].push(b as u32);
-                overlaps[b].push(a as u32);
-            }
+        let mut compact = vec![u32::MAX; reqs.len()];
+        for (k, &i) in index.iter().enumerate() {
+            compact[i] = k as u32;
         }
-        Some(Problem {
+        let overlaps = index
+            .iter()
+            .map(|&i| conflicts[i].iter().map(|&j| compact[j as usize]).collect())
+            .collect();
+        Problem {
             size: index
                 .iter()
                 .map(|&i| (aligned(reqs[i].size) / ALIGN) as u64)
@@ -105,7 +97,7 @@ impl Problem {
             span,
             overlaps,
             sections,
-        })
+        }
     }
 
     pub(super) fn len(&self) -> usize {
