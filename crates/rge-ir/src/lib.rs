@@ -18,6 +18,7 @@ pub mod op_desc;
 mod ports;
 pub mod shape;
 pub mod sort;
+pub mod string_data;
 mod subgraph;
 pub mod tensor;
 pub mod tensor_desc;

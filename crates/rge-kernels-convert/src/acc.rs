@@ -169,33 +169,26 @@ reducible! {
     f64 => f64, f64::NEG_INFINITY, f64::INFINITY;
 }
 
-impl Reducible for f16 {
-    type A = f64;
-    const LOWEST: f64 = f64::NEG_INFINITY;
-    const HIGHEST: f64 = f64::INFINITY;
-    #[inline]
-    fn load(self) -> f64 {
-        self.to_f64()
-    }
-    #[inline]
-    fn store(a: f64) -> Self {
-        f16::from_f64(a)
-    }
+/// The half floats accumulate in f64.
+macro_rules! half_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            type A = f64;
+            const LOWEST: f64 = f64::NEG_INFINITY;
+            const HIGHEST: f64 = f64::INFINITY;
+            #[inline]
+            fn load(self) -> f64 {
+                self.to_f64()
+            }
+            #[inline]
+            fn store(a: f64) -> Self {
+                <$t>::from_f64(a)
+            }
+        }
+    )*};
 }
 
-impl Reducible for bf16 {
-    type A = f64;
-    const LOWEST: f64 = f64::NEG_INFINITY;
-    const HIGHEST: f64 = f64::INFINITY;
-    #[inline]
-    fn load(self) -> f64 {
-        self.to_f64()
-    }
-    #[inline]
-    fn store(a: f64) -> Self {
-        bf16::from_f64(a)
-    }
-}
+half_reducible!(f16, bf16);
 
 impl Reducible for bool {
     type A = i64;

@@ -44,46 +44,17 @@ pub fn tensor_to_ir(t: &Tensor) -> rge_ir::Tensor {
     }
     let data = match t.data() {
         TensorData::Bytes(b) => b.as_slice().to_vec(),
-        TensorData::Strings(s) => encode_ge_strings(s),
+        TensorData::Strings(s) => rge_ir::string_data::encode_strings(s),
     };
     rge_ir::Tensor::new(desc, data)
 }
 
 fn decode_ge_strings(data: &[u8], n: usize) -> KernelResult<Vec<String>> {
-    let heads = n
-        .checked_mul(16)
-        .filter(|&h| h <= data.len())
-        .ok_or_else(|| {
-            KernelError::invalid(format!("{} bytes cannot hold {n} strings", data.len()))
-        })?;
-    data[..heads]
-        .chunks_exact(16)
-        .map(|h| {
-            let off = u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) as usize;
-            let len = u64::from_le_bytes(h[8..].try_into().expect("8 bytes")) as usize;
-            let bytes = off
-                .checked_add(len)
-                .and_then(|end| data.get(off..end))
-                .ok_or_else(|| KernelError::invalid("string outside the tensor data"))?;
-            Ok(String::from_utf8_lossy(bytes).into_owned())
-        })
-        .collect()
-}
-
-fn encode_ge_strings(strings: &[String]) -> Vec<u8> {
-    let heads = strings.len() * 16;
-    let mut out = Vec::with_capacity(heads + strings.iter().map(|s| s.len() + 1).sum::<usize>());
-    let mut off = heads as u64;
-    for s in strings {
-        out.extend_from_slice(&off.to_le_bytes());
-        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-        off += s.len() as u64 + 1;
-    }
-    for s in strings {
-        out.extend_from_slice(s.as_bytes());
-        out.push(0);
-    }
-    out
+    Ok(rge_ir::string_data::string_ranges(data, n)
+        .map_err(KernelError::invalid)?
+        .into_iter()
+        .map(|r| String::from_utf8_lossy(&data[r]).into_owned())
+        .collect())
 }
 
 #[cfg(test)]

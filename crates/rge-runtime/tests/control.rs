@@ -403,6 +403,22 @@ impl Ge {
         n
     }
 
+    /// The cond subgraph of a counting While: (i, x) → i < `limit`.
+    fn counter_cond(&mut self, w: NodeId, name: &str, limit: f32, s: &TensorDesc, v: &TensorDesc) {
+        let cond = self.sub(w, 0, name);
+        let ci = self.data(cond, "c_i", 0, Some(0), s.clone());
+        self.data(cond, "c_x", 1, Some(1), v.clone());
+        let lim = self.konst(cond, "c_limit", rge_ir::Tensor::scalar_f32(limit));
+        let less = self.op(
+            cond,
+            "c_less",
+            "Less",
+            &[(ci, 0), (lim, 0)],
+            &[desc(DataType::Bool, &[])],
+        );
+        self.output(cond, &[(less, 0)]);
+    }
+
     fn sub(&mut self, parent: NodeId, slot: usize, name: &str) -> GraphId {
         self.0.add_subgraph(parent, slot, name).unwrap()
     }
@@ -437,18 +453,7 @@ fn ge_while(op_type: &str) -> ComputeGraph {
     );
     b.output(root, &[(w, 0), (w, 1)]);
 
-    let cond = b.sub(w, 0, "loop_cond");
-    let ci = b.data(cond, "c_i", 0, Some(0), s.clone());
-    b.data(cond, "c_x", 1, Some(1), v.clone());
-    let lim = b.konst(cond, "c_limit", rge_ir::Tensor::scalar_f32(3.0));
-    let less = b.op(
-        cond,
-        "c_less",
-        "Less",
-        &[(ci, 0), (lim, 0)],
-        &[desc(DataType::Bool, &[])],
-    );
-    b.output(cond, &[(less, 0)]);
+    b.counter_cond(w, "loop_cond", 3.0, &s, &v);
 
     let body = b.sub(w, 1, "loop_body");
     let bi = b.data(body, "b_i", 0, Some(0), s.clone());
@@ -611,18 +616,7 @@ fn ge_partitioned_call_runs_f_with_a_while_inside() {
         &[s.clone(), v.clone()],
     );
     b.output(f, &[(w, 1)]);
-    let cond = b.sub(w, 0, "nested_cond");
-    let ci = b.data(cond, "c_i", 0, Some(0), s.clone());
-    b.data(cond, "c_x", 1, Some(1), v.clone());
-    let lim = b.konst(cond, "c_limit", rge_ir::Tensor::scalar_f32(2.0));
-    let less = b.op(
-        cond,
-        "c_less",
-        "Less",
-        &[(ci, 0), (lim, 0)],
-        &[desc(DataType::Bool, &[])],
-    );
-    b.output(cond, &[(less, 0)]);
+    b.counter_cond(w, "nested_cond", 2.0, &s, &v);
     let body = b.sub(w, 1, "nested_body");
     let bi = b.data(body, "b_i", 0, Some(0), s.clone());
     let bx = b.data(body, "b_x", 1, Some(1), v.clone());

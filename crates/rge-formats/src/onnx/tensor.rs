@@ -226,46 +226,17 @@ fn int32_to_bytes(v: &[i32], dt: DataType, n: usize) -> Option<Result<Bytes, Str
     Some(Ok(Bytes::from(bytes)))
 }
 
-/// GE's string tensor layout: one 16-byte head per element (`u64` offset of the string from the
-/// start of the data, `u64` length, little-endian), then the strings, each followed by a NUL.
+/// GE's string tensor layout ([`rge_ir::string_data`]) as shared bytes.
 pub fn encode_strings(strings: &[Bytes]) -> Bytes {
-    let heads = strings.len() * 16;
-    let total = heads + strings.iter().map(|s| s.len() + 1).sum::<usize>();
-    let mut out = Vec::with_capacity(total);
-    let mut off = heads as u64;
-    for s in strings {
-        out.extend_from_slice(&off.to_le_bytes());
-        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-        off += s.len() as u64 + 1;
-    }
-    for s in strings {
-        out.extend_from_slice(s);
-        out.push(0);
-    }
-    Bytes::from(out)
+    Bytes::from(rge_ir::string_data::encode_strings(strings))
 }
 
 /// Reads `n` strings in the layout of [`encode_strings`], checking every head.
 pub fn decode_strings(data: &Bytes, n: usize) -> Result<Vec<Bytes>, String> {
-    let heads = n
-        .checked_mul(16)
-        .filter(|&h| h <= data.len())
-        .ok_or_else(|| format!("{} bytes cannot hold {n} string heads", data.len()))?;
-    let mut out = Vec::with_capacity(n);
-    for h in data[..heads].chunks_exact(16) {
-        let off = u64::from_le_bytes(h[..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(h[8..].try_into().expect("8 bytes"));
-        let end = off.checked_add(len).filter(|&e| e <= data.len() as u64);
-        match end {
-            Some(end) if off >= heads as u64 => out.push(data.slice(off as usize..end as usize)),
-            _ => {
-                return Err(format!(
-                    "string at {off} of {len} bytes is outside the data"
-                ))
-            }
-        }
-    }
-    Ok(out)
+    Ok(rge_ir::string_data::string_ranges(data, n)?
+        .into_iter()
+        .map(|r| data.slice(r))
+        .collect())
 }
 
 /// The `TensorProto` of a tensor, named `name`: `raw_data` (shares the tensor's bytes) or
