@@ -8,7 +8,8 @@
 //! - [`partition`]: stage / dynamic-shape / composite / atomic partitioning with a near-linear,
 //!   cycle-free cluster merge; End/PlaceHolder pairs; materializing and merging back.
 //! - [`streams`]: streams per partition and events between them.
-//! - [`pipeline`]: the compile pipeline and its stage dumps; [`model`]: the compiled model.
+//! - [`pipeline`]: the compile pipeline and its stage dumps; [`stages`]: stage names, times,
+//!   the stage log and the debug verifier; [`model`]: the compiled model.
 //! - [`report`]: what `rge engines`, `rge place` and `rge partition` print.
 //!
 //! Pages: `docs/engines.md`, `docs/placement.md`, `docs/partitioning.md`, `docs/streams.md`,
@@ -28,6 +29,7 @@ pub mod placement;
 pub mod placer;
 pub mod reassign;
 pub mod report;
+pub mod stages;
 pub mod streams;
 
 pub use error::{CompileError, CompileResult, NoEngine};
@@ -41,4 +43,5 @@ pub use pipeline::{FnPass, GraphPass, Pipeline};
 pub use placement::{Decision, NodePlacement, Placement, TypeAnswer};
 pub use placer::{place, PlaceMode, Placer};
 pub use reassign::{default_passes, DynamicDataFlowPass, HostExecPass, ReassignCtx, ReassignPass};
+pub use stages::{stage_log_line, StageTime, STAGE_NAMES};
 pub use streams::{assign_partition_streams, events, Event, PartitionStreams};

@@ -14,6 +14,7 @@ use rge_ir::{ComputeGraph, NodeId};
 use crate::manager::EngineManager;
 use crate::partition::PartitionPlan;
 use crate::placement::Placement;
+use crate::stages::StageTime;
 use crate::streams::Event;
 
 /// One partition, as the compiled model and the command line report it.
@@ -89,6 +90,8 @@ pub struct CompiledModel {
     pub dumps: Vec<PathBuf>,
     /// The engines (kept alive as long as their kernels are).
     pub manager: Arc<EngineManager>,
+    /// How long each pipeline stage took, in the order they ran.
+    pub stage_times: Vec<StageTime>,
 }
 
 impl CompiledModel {

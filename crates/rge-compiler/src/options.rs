@@ -85,6 +85,9 @@ pub struct CompileOptions {
     pub engine_parallel: bool,
     /// Directory for per-stage dumps (`NN_<stage>.txt`); when unset, `RGE_DUMP_GRAPH`.
     pub dump_dir: Option<PathBuf>,
+    /// Print one line per pipeline stage to stderr (`rge: stage <name> <ms> ms`); also on
+    /// when `RGE_LOG` is `info`, `debug` or `1`.
+    pub verbose: bool,
     /// Work budget of one cluster-merge check (clusters and edges visited) in partitioning;
     /// a check that would need more refuses the merge. See `docs/partitioning.md`.
     pub merge_search_budget: u32,
@@ -102,6 +105,7 @@ impl Default for CompileOptions {
             core_num: None,
             engine_parallel: true,
             dump_dir: None,
+            verbose: false,
             merge_search_budget: 256,
             merge_algorithm: crate::partition::MergeAlgorithm::Incremental,
             raw: EngineOptions::new(),

@@ -1,7 +1,9 @@
 //! The compile pipeline (engines.md §4.7): infer → engines' original-graph optimization →
 //! place → re-assign → partition (composite, then atomic) → engines' fused-graph optimization
 //! (parallel) → merge → whole-graph optimization → compile ops → running parameters →
-//! kernel generation → streams → [`CompiledModel`]. Every stage can dump the graph.
+//! kernel generation → streams → [`CompiledModel`]. Every stage is named (`STAGE_NAMES`),
+//! timed, dumped, and in debug builds verified; more passes can be inserted after a stage by
+//! name ([`Pipeline::with_stage_after`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,7 +11,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
-use rge_engine::{default_running_params, EngineError, OptimizeStage, RunningParams};
+use rge_engine::{
+    default_running_params, EngineError, GraphRewriter, OptimizeStage, RunningParams,
+};
 use rge_ir::{ComputeGraph, NodeId};
 
 use crate::dump::Dumper;
@@ -20,7 +24,10 @@ use crate::options::CompileOptions;
 use crate::partition::{merge_partitions, partition, Merged, PartitionMode, PartitionPlan};
 use crate::placement::Placement;
 use crate::placer::{PlaceMode, Placer};
-use crate::reassign::{default_passes, ReassignPass};
+use crate::reassign::{default_passes, ReassignCtx, ReassignPass};
+use crate::stages::{
+    check_insert_point, log_enabled_by_env, StageClock, FIXED_NODE_STAGES, INPUT_STAGE,
+};
 use crate::streams::{assign_partition_streams, events};
 
 /// A whole-graph pass the pipeline runs (the infer stage; `rge-ops`' inference pass is wired
@@ -66,6 +73,8 @@ pub struct Pipeline {
     options: CompileOptions,
     infer: Option<Box<dyn GraphPass>>,
     reassign: Vec<Arc<dyn ReassignPass>>,
+    /// `(stage, pass)`: passes run as stages of their own right after `stage`.
+    inserted: Vec<(String, Box<dyn GraphPass>)>,
 }
 
 fn stage_err(stage: &str, e: impl std::fmt::Display) -> CompileError {
@@ -75,6 +84,12 @@ fn stage_err(stage: &str, e: impl std::fmt::Display) -> CompileError {
     }
 }
 
+/// What the compile stages share while they run.
+struct Run {
+    clock: StageClock,
+    dump: Dumper,
+}
+
 impl Pipeline {
     pub fn new(manager: Arc<EngineManager>, options: CompileOptions) -> Self {
         Pipeline {
@@ -82,6 +97,7 @@ impl Pipeline {
             options,
             infer: None,
             reassign: default_passes(),
+            inserted: Vec::new(),
         }
     }
 
@@ -94,6 +110,18 @@ impl Pipeline {
     /// Replaces the re-assign passes (default: [`default_passes`]).
     pub fn with_reassign_passes(mut self, passes: Vec<Arc<dyn ReassignPass>>) -> Self {
         self.reassign = passes;
+        self
+    }
+
+    /// Inserts `pass` as a stage of its own (named `pass.name()`: timed, logged, dumped,
+    /// verified) right after stage `after`: one of [`crate::stages::STAGE_NAMES`] that works
+    /// on the whole graph, or `"input"` to run first. Passes after one stage run in the order
+    /// inserted; they run at that point even when the stage itself is skipped. Nodes a pass
+    /// adds after `place` and before `compile_ops` are placed (their recorded engine kept);
+    /// after `compile_ops` a pass may not add or remove nodes. A bad `after` is an error of
+    /// `compile`.
+    pub fn with_stage_after(mut self, after: impl Into<String>, pass: Box<dyn GraphPass>) -> Self {
+        self.inserted.push((after.into(), pass));
         self
     }
 
@@ -111,56 +139,158 @@ impl Pipeline {
             .with_mode(mode)
     }
 
-    /// Runs `stage` of every engine's optimizer on `graph`, in cost order.
+    /// Runs `stage` of every engine's optimizer on `graph`, in cost order, each through its
+    /// own rewriter.
     fn optimize_all(&self, graph: &mut ComputeGraph, stage: OptimizeStage) -> CompileResult<()> {
         for &id in self.manager.by_cost() {
             if let Some(o) = self.manager.engine(id).graph_optimizer() {
-                o.optimize(stage, graph)
+                let mut rw = GraphRewriter::new(graph, self.manager.name(id), stage);
+                o.optimize(&mut rw)
                     .map_err(|e| stage_err(&format!("optimize_{}", stage.name()), e))?;
             }
         }
         Ok(())
     }
 
+    /// Runs the passes inserted after `after`; true when one ran.
+    fn run_inserted(
+        &self,
+        after: &str,
+        graph: &mut ComputeGraph,
+        run: &mut Run,
+    ) -> CompileResult<bool> {
+        let mut ran = false;
+        for (at, pass) in self.inserted.iter().filter(|(at, _)| at == after) {
+            let name = pass.name();
+            let count = graph.total_node_count();
+            run.clock.run(name, || {
+                pass.run(graph, &self.options)
+                    .map_err(|m| stage_err(name, m))
+            })?;
+            if FIXED_NODE_STAGES.contains(&at.as_str()) && graph.total_node_count() != count {
+                return Err(stage_err(
+                    name,
+                    format!(
+                        "it added or removed nodes after `{at}`, where the nodes are compiled; insert it before `compile_ops`"
+                    ),
+                ));
+            }
+            run.clock.verify(name, graph)?;
+            run.dump.graph(name, graph)?;
+            ran = true;
+        }
+        Ok(ran)
+    }
+
+    /// Runs the passes inserted after `after`, then places the nodes they added.
+    fn run_inserted_placed(
+        &self,
+        after: &str,
+        graph: &mut ComputeGraph,
+        placement: Placement,
+        run: &mut Run,
+    ) -> CompileResult<Placement> {
+        if self.run_inserted(after, graph, run)? {
+            self.place_new(placement, graph)
+        } else {
+            Ok(placement)
+        }
+    }
+
+    /// Keeps the placement of live nodes and places the others (`PlaceMode::KeepPlaced`).
+    fn place_new(
+        &self,
+        placement: Placement,
+        graph: &mut ComputeGraph,
+    ) -> CompileResult<Placement> {
+        let mut placement = placement.retain_live(graph);
+        placement.absorb(self.placer(PlaceMode::KeepPlaced).run(graph)?);
+        Ok(placement)
+    }
+
+    /// The re-assign passes over a placement, recorded on the ops.
+    fn reassign(
+        &self,
+        graph: &mut ComputeGraph,
+        placement: &mut Placement,
+        attributed: &[NodeId],
+    ) -> CompileResult<()> {
+        let excl = self.manager.exclusions(&self.options)?;
+        let ctx = ReassignCtx {
+            graph,
+            manager: &self.manager,
+            exclusions: &excl,
+            attributed,
+        };
+        for p in &self.reassign {
+            p.run(&ctx, placement)?;
+        }
+        crate::placer::record(graph, placement);
+        Ok(())
+    }
+
     /// Partitions, optimizes the partitions in parallel (composite engines' in composite mode,
-    /// atomic engines' in atomic mode), and merges them back.
+    /// atomic engines' in atomic mode), merges them back and places new nodes: three stages.
     fn partition_stage(
         &self,
         graph: &ComputeGraph,
+        placement: &Placement,
         mode: PartitionMode,
         times: u32,
-        dump: &mut Dumper,
-    ) -> CompileResult<(PartitionPlan, Merged)> {
-        let plan = partition(graph, &self.manager, &self.options, mode, times)?;
-        let mut graphs = plan.materialize(graph)?;
+        run: &mut Run,
+    ) -> CompileResult<(PartitionPlan, Merged, Placement)> {
         let tag = match mode {
             PartitionMode::Composite => "composite",
             PartitionMode::Atomic => "atomic",
         };
-        dump.partitions(&format!("partition_{tag}"), &graphs)?;
+        let (pname, oname, mname) = (
+            format!("partition_{tag}"),
+            format!("optimize_fused_{tag}"),
+            format!("merge_{tag}"),
+        );
+        let (plan, mut graphs) = run.clock.run(&pname, || {
+            let plan = partition(graph, &self.manager, &self.options, mode, times)?;
+            let graphs = plan.materialize(graph)?;
+            Ok((plan, graphs))
+        })?;
+        run.clock.verify_all(&pname, &graphs)?;
+        run.dump.partitions(&pname, &graphs)?;
+
         let manager = &self.manager;
-        graphs
-            .par_iter_mut()
-            .zip(plan.partitions.par_iter())
-            .try_for_each(|(g, info)| -> Result<(), EngineError> {
-                let Some(engine) = manager.get(&info.engine) else {
-                    return Ok(());
-                };
-                let composite = !engine.attributes().is_atomic();
-                let wanted = match mode {
-                    PartitionMode::Composite => composite,
-                    PartitionMode::Atomic => !composite,
-                };
-                match engine.graph_optimizer() {
-                    Some(o) if wanted && !info.is_input_graph() => o.optimize_fused_graph(g),
-                    _ => Ok(()),
-                }
-            })
-            .map_err(|e| stage_err(&format!("optimize_fused_{tag}"), e))?;
-        dump.partitions(&format!("optimize_fused_{tag}"), &graphs)?;
-        let merged = merge_partitions(&plan, &graphs)?;
-        dump.graph(&format!("merge_{tag}"), &merged.graph)?;
-        Ok((plan, merged))
+        run.clock.run(&oname, || {
+            graphs
+                .par_iter_mut()
+                .zip(plan.partitions.par_iter())
+                .try_for_each(|(g, info)| -> Result<(), EngineError> {
+                    let Some(engine) = manager.get(&info.engine) else {
+                        return Ok(());
+                    };
+                    let composite = !engine.attributes().is_atomic();
+                    let wanted = match mode {
+                        PartitionMode::Composite => composite,
+                        PartitionMode::Atomic => !composite,
+                    };
+                    match engine.graph_optimizer() {
+                        Some(o) if wanted && !info.is_input_graph() => {
+                            let mut rw = GraphRewriter::new(g, engine.name(), OptimizeStage::Fused);
+                            o.optimize_fused_graph(&mut rw)
+                        }
+                        _ => Ok(()),
+                    }
+                })
+                .map_err(|e| stage_err(&oname, e))
+        })?;
+        run.clock.verify_all(&oname, &graphs)?;
+        run.dump.partitions(&oname, &graphs)?;
+
+        let (merged, placement) = run.clock.run(&mname, || {
+            let mut merged = merge_partitions(&plan, &graphs)?;
+            let placement = self.replace(graph, placement, &mut merged.graph)?;
+            Ok((merged, placement))
+        })?;
+        run.clock.verify(&mname, &merged.graph)?;
+        run.dump.graph(&mname, &merged.graph)?;
+        Ok((plan, merged, placement))
     }
 
     /// Places the nodes of a merged graph: the earlier placement carried over by name, nodes
@@ -177,34 +307,87 @@ impl Pipeline {
         Ok(carried)
     }
 
+    /// A whole-graph stage: timed, verified, dumped, then the passes inserted after it.
+    fn stage<T>(
+        &self,
+        name: &str,
+        graph: &mut ComputeGraph,
+        run: &mut Run,
+        f: impl FnOnce(&mut ComputeGraph) -> CompileResult<T>,
+    ) -> CompileResult<T> {
+        let out = run.clock.run(name, || f(graph))?;
+        run.clock.verify(name, graph)?;
+        run.dump.graph(name, graph)?;
+        Ok(out)
+    }
+
     /// Compiles `graph`.
     pub fn compile(&self, mut graph: ComputeGraph) -> CompileResult<CompiledModel> {
-        let mut dump = Dumper::new(self.options.resolved_dump_dir())?;
-        dump.graph("input", &graph)?;
-        if let Some(infer) = &self.infer {
-            infer
-                .run(&mut graph, &self.options)
-                .map_err(|m| stage_err(&format!("infer ({})", infer.name()), m))?;
-            dump.graph("infer", &graph)?;
+        for (after, pass) in &self.inserted {
+            check_insert_point(after).map_err(|m| {
+                stage_err(
+                    pass.name(),
+                    format!("cannot insert it after `{after}`: {m}"),
+                )
+            })?;
         }
-        self.optimize_all(&mut graph, OptimizeStage::Original)?;
-        dump.graph("optimize_original", &graph)?;
-        let mut placement = self.placer(PlaceMode::Fresh).run(&mut graph)?;
-        dump.graph("place", &graph)?;
+        let mut run = Run {
+            clock: StageClock::new(self.options.verbose || log_enabled_by_env()),
+            dump: Dumper::new(self.options.resolved_dump_dir())?,
+        };
+        run.dump.graph(INPUT_STAGE, &graph)?;
+        self.run_inserted(INPUT_STAGE, &mut graph, &mut run)?;
+        if let Some(infer) = &self.infer {
+            self.stage("infer", &mut graph, &mut run, |g| {
+                infer
+                    .run(g, &self.options)
+                    .map_err(|m| stage_err(&format!("infer ({})", infer.name()), m))
+            })?;
+        }
+        self.run_inserted("infer", &mut graph, &mut run)?;
+        self.stage("optimize_original", &mut graph, &mut run, |g| {
+            self.optimize_all(g, OptimizeStage::Original)
+        })?;
+        self.run_inserted("optimize_original", &mut graph, &mut run)?;
+
+        // The re-assign passes look only at ops that carried attributes before placement.
+        let mut attributed: Vec<NodeId> = graph
+            .all_nodes(graph.root())
+            .into_iter()
+            .filter(|&n| graph.op(n).is_some_and(|o| !o.attrs().is_empty()))
+            .collect();
+        let mut placement = self.stage("place", &mut graph, &mut run, |g| {
+            self.placer(PlaceMode::Fresh).with_passes(Vec::new()).run(g)
+        })?;
+        if self.run_inserted("place", &mut graph, &mut run)? {
+            placement = self.place_new(placement, &mut graph)?;
+            attributed = placement.nodes().to_vec();
+        }
+        self.stage("reassign", &mut graph, &mut run, |g| {
+            self.reassign(g, &mut placement, &attributed)
+        })?;
+        let mut placement =
+            self.run_inserted_placed("reassign", &mut graph, placement, &mut run)?;
 
         let mut times = 0;
         let mut composite_partitions = Vec::new();
         if self.composite_in_use(&graph)? {
-            let (plan, mut merged) =
-                self.partition_stage(&graph, PartitionMode::Composite, times, &mut dump)?;
+            let (plan, merged, p) = self.partition_stage(
+                &graph,
+                &placement,
+                PartitionMode::Composite,
+                times,
+                &mut run,
+            )?;
             times += 1;
             composite_partitions = PartitionSummary::all(&plan, &graph, &[]);
-            placement = self.replace(&graph, &placement, &mut merged.graph)?;
+            placement = p;
             graph = merged.graph;
         }
-        let (plan, mut merged) =
-            self.partition_stage(&graph, PartitionMode::Atomic, times, &mut dump)?;
-        let placement = self.replace(&graph, &placement, &mut merged.graph)?;
+        let placement =
+            self.run_inserted_placed("merge_composite", &mut graph, placement, &mut run)?;
+        let (plan, merged, placement) =
+            self.partition_stage(&graph, &placement, PartitionMode::Atomic, times, &mut run)?;
         let pstreams = assign_partition_streams(&plan, &self.manager, &self.options);
         let partitions = PartitionSummary::all(&plan, &graph, &pstreams.streams);
         drop(graph);
@@ -212,36 +395,45 @@ impl Pipeline {
             mut graph,
             partition_of,
         } = merged;
+        let placement =
+            self.run_inserted_placed("merge_atomic", &mut graph, placement, &mut run)?;
 
-        self.optimize_all(&mut graph, OptimizeStage::Whole)?;
-        dump.graph("optimize_whole", &graph)?;
-        // Nodes the whole-graph optimizers added need engines too.
-        let mut placement = placement.retain_live(&graph);
-        placement.absorb(self.placer(PlaceMode::KeepPlaced).run(&mut graph)?);
+        let placement = self.stage("optimize_whole", &mut graph, &mut run, |g| {
+            self.optimize_all(g, OptimizeStage::Whole)?;
+            // Nodes the whole-graph optimizers added need engines too.
+            self.place_new(placement, g)
+        })?;
+        let placement =
+            self.run_inserted_placed("optimize_whole", &mut graph, placement, &mut run)?;
 
         let nodes: Vec<(NodeId, EngineId)> = placement
             .nodes()
             .iter()
             .filter_map(|&n| placement.engine_id(n).map(|e| (n, e)))
             .collect();
-        self.compile_ops(&mut graph, &nodes)?;
-        dump.graph("compile_ops", &graph)?;
+        self.stage("compile_ops", &mut graph, &mut run, |g| {
+            self.compile_ops(g, &nodes)
+        })?;
+        self.run_inserted("compile_ops", &mut graph, &mut run)?;
 
-        let params = running_params(&self.manager, &graph, &nodes)?;
-        for (&(n, _), p) in nodes.iter().zip(&params) {
-            let op = graph.op_mut(n).expect("live node");
-            op.compile_state_mut().workspace_bytes = p.workspace.clone();
-            for (i, &size) in p.output_sizes.iter().enumerate() {
-                if let Some(d) = op.output_mut(i) {
-                    if size >= 0 {
-                        d.set_size(size);
+        let params = self.stage("running_params", &mut graph, &mut run, |g| {
+            let params = running_params(&self.manager, g, &nodes)?;
+            for (&(n, _), p) in nodes.iter().zip(&params) {
+                let op = g.op_mut(n).expect("live node");
+                op.compile_state_mut().workspace_bytes = p.workspace.clone();
+                for (i, &size) in p.output_sizes.iter().enumerate() {
+                    if let Some(d) = op.output_mut(i) {
+                        if size >= 0 {
+                            d.set_size(size);
+                        }
                     }
                 }
             }
-        }
-        dump.graph("running_params", &graph)?;
+            Ok(params)
+        })?;
+        self.run_inserted("running_params", &mut graph, &mut run)?;
 
-        let kernels = {
+        let kernels = run.clock.run("generate_kernels", || {
             let g = &graph;
             let manager = &self.manager;
             nodes
@@ -253,27 +445,31 @@ impl Pipeline {
                     None => Ok(None),
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| stage_err("generate_kernels", e))?
-        };
+                .map_err(|e| stage_err("generate_kernels", e))
+        })?;
+        run.clock.verify("generate_kernels", &graph)?;
+        self.run_inserted("generate_kernels", &mut graph, &mut run)?;
 
         // Streams: a root node takes its partition's stream; a subgraph node its parent's.
-        let mut node_streams: SecondaryMap<NodeId, Option<u32>> = SecondaryMap::new();
-        for &(n, _) in &nodes {
-            let mut top = n;
-            while let Some(p) = graph.graph_of(top).and_then(|g| graph.parent_node(g)) {
-                top = p;
+        let (node_streams, stream_events) = self.stage("streams", &mut graph, &mut run, |g| {
+            let mut node_streams: SecondaryMap<NodeId, Option<u32>> = SecondaryMap::new();
+            for &(n, _) in &nodes {
+                let mut top = n;
+                while let Some(p) = g.graph_of(top).and_then(|x| g.parent_node(x)) {
+                    top = p;
+                }
+                let s = partition_of
+                    .get(top)
+                    .and_then(|&p| pstreams.streams.get(p as usize).copied().flatten());
+                node_streams.insert(n, s);
+                g.op_mut(n)
+                    .expect("live node")
+                    .set_stream_id(s.map_or(-1, i64::from));
             }
-            let s = partition_of
-                .get(top)
-                .and_then(|&p| pstreams.streams.get(p as usize).copied().flatten());
-            node_streams.insert(n, s);
-            graph
-                .op_mut(n)
-                .expect("live node")
-                .set_stream_id(s.map_or(-1, i64::from));
-        }
-        let events = events(&graph, &node_streams);
-        dump.graph("streams", &graph)?;
+            let stream_events = events(g, &node_streams);
+            Ok((node_streams, stream_events))
+        })?;
+        self.run_inserted("streams", &mut graph, &mut run)?;
 
         let mut compiled = SecondaryMap::with_capacity(nodes.len());
         for ((&(n, id), p), k) in nodes.iter().zip(params).zip(kernels) {
@@ -293,10 +489,11 @@ impl Pipeline {
             partitions,
             stream_count: pstreams.stream_count,
             node_streams,
-            events,
+            events: stream_events,
             nodes: compiled,
-            dumps: dump.written().to_vec(),
+            dumps: run.dump.written().to_vec(),
             manager: self.manager.clone(),
+            stage_times: run.clock.into_times(),
         })
     }
 

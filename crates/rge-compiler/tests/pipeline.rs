@@ -11,61 +11,74 @@ use common::*;
 use rge_compiler::attr_names::{END, PLACEHOLDER};
 use rge_compiler::{CompileError, CompileOptions, EngineManager, FnPass, Pipeline};
 use rge_engine::{
-    BasicEngine, EngineError, EngineResult, GraphOptimizer, Kernel, KernelBuilder, KernelInfoStore,
-    NamedKernel, OpInfo, OpTypes, RunningParams, Support,
+    BasicEngine, EngineError, EngineResult, GraphOptimizer, GraphRewriter, Kernel, KernelBuilder,
+    KernelInfoStore, NamedKernel, OpInfo, OpTypes, RunningParams, Support,
 };
-use rge_ir::{AttrValue, ComputeGraph, NodeId, OpDesc};
+use rge_ir::{AttrValue, ComputeGraph, GraphPatch, NodeId, OpDesc, Outlet};
 
 /// Marks every non-boundary node with `_opt_<stage>_<engine>`; in the fused stage the dense
-/// engine also adds an `Identity` reading each MatMul (a new node to be placed).
+/// engine also adds an `Identity` reading each MatMul (a new node to be placed), by a patch.
 struct Marker {
     engine: &'static str,
     fail_fused: bool,
 }
 
-fn mark(g: &mut ComputeGraph, key: &str) {
+fn is_boundary(g: &ComputeGraph, n: NodeId) -> bool {
+    let t = g.op(n).unwrap().op_type();
+    t == END || t == PLACEHOLDER
+}
+
+fn mark_graph(g: &mut ComputeGraph, key: &str) {
     let nodes: Vec<NodeId> = g.nodes_of(g.root()).collect();
     for n in nodes {
-        let op = g.op_mut(n).unwrap();
-        if op.op_type() != END && op.op_type() != PLACEHOLDER {
-            op.attrs_mut().set(key, true);
+        if !is_boundary(g, n) {
+            g.op_mut(n).unwrap().attrs_mut().set(key, true);
         }
     }
 }
 
-impl GraphOptimizer for Marker {
-    fn optimize_original_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
-        mark(g, &format!("_opt_original_{}", self.engine));
-        Ok(())
+fn mark(rw: &mut GraphRewriter<'_>, key: &str) -> EngineResult<()> {
+    let g = rw.graph();
+    let nodes: Vec<NodeId> = g
+        .nodes_of(g.root())
+        .filter(|&n| !is_boundary(g, n))
+        .collect();
+    for n in nodes {
+        rw.set_attr(n, key, true)?;
     }
-    fn optimize_fused_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
+    Ok(())
+}
+
+impl GraphOptimizer for Marker {
+    fn optimize_original_graph(&self, rw: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        mark(rw, &format!("_opt_original_{}", self.engine))
+    }
+    fn optimize_fused_graph(&self, rw: &mut GraphRewriter<'_>) -> EngineResult<()> {
         if self.fail_fused {
             return Err(EngineError::engine(self.engine, "fusion failed on purpose"));
         }
-        mark(g, &format!("_opt_fused_{}", self.engine));
+        mark(rw, &format!("_opt_fused_{}", self.engine))?;
         if self.engine == "dense" {
+            let g = rw.graph();
             let mms: Vec<NodeId> = g
                 .nodes_of(g.root())
                 .filter(|&n| g.op(n).unwrap().op_type() == "MatMul")
                 .collect();
             for mm in mms {
-                let name = format!("{}_id", g.name_of(mm));
-                let id = g
-                    .add_root_node(
-                        OpDesc::new(name, "Identity")
-                            .with_input("", desc())
-                            .with_output("", desc()),
-                    )
-                    .map_err(|e| EngineError::ir("dense", e))?;
-                g.add_edge(mm, 0, id, 0)
-                    .map_err(|e| EngineError::ir("dense", e))?;
+                let mut p = GraphPatch::new();
+                let id = p.add_node(
+                    OpDesc::new(format!("{}_id", rw.graph().name_of(mm)), "Identity")
+                        .with_input("", desc())
+                        .with_output("", desc()),
+                );
+                p.connect(Outlet::old(mm, 0), id, 0);
+                rw.apply(p)?;
             }
         }
         Ok(())
     }
-    fn optimize_whole_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
-        mark(g, &format!("_opt_whole_{}", self.engine));
-        Ok(())
+    fn optimize_whole_graph(&self, rw: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        mark(rw, &format!("_opt_whole_{}", self.engine))
     }
 }
 
@@ -73,19 +86,14 @@ impl GraphOptimizer for Marker {
 struct RegionMarker;
 
 impl GraphOptimizer for RegionMarker {
-    fn optimize_fused_graph(&self, g: &mut ComputeGraph) -> EngineResult<()> {
+    fn optimize_fused_graph(&self, rw: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        let g = rw.graph();
         let nodes: Vec<NodeId> = g
             .nodes_of(g.root())
-            .filter(|&n| {
-                let t = g.op(n).unwrap().op_type();
-                t != END && t != PLACEHOLDER
-            })
+            .filter(|&n| !is_boundary(g, n))
             .collect();
         for &n in &nodes {
-            g.op_mut(n)
-                .unwrap()
-                .attrs_mut()
-                .set("_fused_region", nodes.len() as i64);
+            rw.set_attr(n, "_fused_region", nodes.len() as i64)?;
         }
         Ok(())
     }
@@ -207,7 +215,7 @@ fn compiles_end_to_end() {
     let p = Pipeline::new(m, o).with_infer(FnPass::new(
         "test-infer",
         |g: &mut ComputeGraph, _o: &CompileOptions| {
-            mark(g, "_inferred");
+            mark_graph(g, "_inferred");
             Ok(())
         },
     ));
@@ -315,24 +323,28 @@ fn compiles_end_to_end() {
             "01_infer.txt",
             "02_optimize_original.txt",
             "03_place.txt",
-            "04_partition_composite.txt",
-            "05_optimize_fused_composite.txt",
-            "06_merge_composite.txt",
-            "07_partition_atomic.txt",
-            "08_optimize_fused_atomic.txt",
-            "09_merge_atomic.txt",
-            "10_optimize_whole.txt",
-            "11_compile_ops.txt",
-            "12_running_params.txt",
-            "13_streams.txt",
+            "04_reassign.txt",
+            "05_partition_composite.txt",
+            "06_optimize_fused_composite.txt",
+            "07_merge_composite.txt",
+            "08_partition_atomic.txt",
+            "09_optimize_fused_atomic.txt",
+            "10_merge_atomic.txt",
+            "11_optimize_whole.txt",
+            "12_compile_ops.txt",
+            "13_running_params.txt",
+            "14_streams.txt",
         ]
     );
+    // Every stage ran, in order, and was timed.
+    let stages: Vec<&str> = model.stage_times.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(stages, rge_compiler::STAGE_NAMES);
     let placed = std::fs::read_to_string(dir.join("03_place.txt")).unwrap();
     assert!(
         placed.contains("_lxfusion_engine_name=\"dense\""),
         "{placed}"
     );
-    let parts = std::fs::read_to_string(dir.join("07_partition_atomic.txt")).unwrap();
+    let parts = std::fs::read_to_string(dir.join("08_partition_atomic.txt")).unwrap();
     assert!(
         parts.contains("graph partition1_rank1_new_sub_graph1"),
         "{parts}"

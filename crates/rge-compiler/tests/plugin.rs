@@ -26,7 +26,7 @@ fn plugin_engine_is_placed_and_compiled() {
     let j = engines_json(&rows);
     assert_eq!(j["engines"][2]["cost"], 6);
     assert_eq!(j["engines"][2]["attach"], true);
-    assert_eq!(j["engines"][2]["op_types"], 2);
+    assert_eq!(j["engines"][2]["op_types"], 4);
 
     let g = graph(&[
         ("x", "Data", &[]),
@@ -45,8 +45,9 @@ fn plugin_engine_is_placed_and_compiled() {
         .set_dtype(DataType::Float16);
     let e = rge_compiler::place(&mut g16, &m, &CompileOptions::default()).unwrap_err();
     assert!(
-        e.to_string()
-            .contains("example: unsupported: example: Relu only for DT_FLOAT inputs"),
+        e.to_string().contains(
+            "example: unsupported: input 0 has dtype FLOAT16; kernel `example.Relu` accepts FLOAT"
+        ),
         "{e}"
     );
 
@@ -97,7 +98,7 @@ fn bad_plugin_paths_are_clear_errors() {
     let e = rge_compiler::CompileError::from(e);
     assert!(
         e.to_string()
-            .contains("ABI version 999, this rge speaks version 1"),
+            .contains("ABI version 999, this rge speaks version 2"),
         "{e}"
     );
 }

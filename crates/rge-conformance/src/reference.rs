@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use rge_ir::{op_types, AttrValue, ComputeGraph, NodeId};
 use rge_kernels::{run_owned, tensor_from_ir, DType, KernelInit, KernelRegistry, Value};
 
-pub use rge_ops::{DOMAIN_ATTR, SUBGRAPH_ATTRS_ATTR};
+pub use rge_ops::SUBGRAPH_ATTRS_ATTR;
 
 /// The opset version of `domain` in `opsets` (the latest known when not imported).
 pub fn opset_of(opsets: &[(String, i64)], domain: &str) -> i64 {
@@ -93,7 +93,7 @@ pub fn interpret(
                 })
                 .collect();
         }
-        let domain = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");
+        let domain = op.domain();
         let input_types: Vec<Option<DType>> = (0..op.input_count())
             .map(|i| op.input(i).and_then(DType::from_desc))
             .collect();
@@ -108,7 +108,8 @@ pub fn interpret(
             node_name: name,
             op_type: t,
             domain,
-            opset: opset_of(opsets, domain),
+            // The op's own record first; `opsets` for ops built without one.
+            opset: op.opset().unwrap_or_else(|| opset_of(opsets, domain)),
             attrs: op.attrs(),
             input_types: &input_types,
             output_types: &output_types,

@@ -8,7 +8,7 @@ use rge_kernels::{KernelRegistry, Value};
 
 use crate::compare::{compare_values, Tolerance};
 use crate::data::{load_test, NodeTest};
-use crate::reference::{interpret, DOMAIN_ATTR};
+use crate::reference::interpret;
 
 /// The node tests folder: `RGE_ONNX_NODE_TESTS`, else `<workspace>/build/onnx-node-tests/node`.
 pub fn node_tests_dir() -> PathBuf {
@@ -95,8 +95,7 @@ pub fn op_types_of(g: &ComputeGraph) -> Vec<(String, String)> {
             if op_types::is_data(t) || t == op_types::CONST || t == op_types::NET_OUTPUT {
                 continue;
             }
-            let d = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");
-            out.insert((d.to_string(), t.to_string()));
+            out.insert((op.domain().to_string(), t.to_string()));
         }
     }
     out.into_iter().collect()

@@ -1,47 +1,52 @@
-//! An example engine plugin: one engine, `example` (cost 6, DEVICE, attach), with kernels for
-//! `ExampleOp` (any dtype) and `Relu` (DT_FLOAT only), a graph optimizer that marks the ops it
-//! sees, and a kernel builder. It implements the version-1 C ABI of `rge_engine::abi` by hand,
-//! as a C plugin would (`crates/rge-engine/include/rge_engine.h`).
+//! An example engine plugin: one engine, `example` (cost 6, DEVICE, attach), listing
+//! `ExampleOp` (any dtype; placed, compiled and built into an opaque task) and `Relu`, with
+//! runnable kernels for `Relu` (FLOAT, opsets 6+: max(x, 0)) and two test ops of domain
+//! `com.rge.example`: `Fail` (always fails with "Fail was asked to fail") and `Panic` (panics
+//! inside compute; the guard turns it into `RGE_PANICKED`). It also has a graph optimizer that
+//! marks the ops it sees and a kernel builder. It implements the version-2 C ABI of
+//! `rge_engine::abi` by hand, as a C plugin would (`crates/rge-engine/include/rge_engine.h`).
 //!
 //! Options it reads at initialize: `example.fail` = "1" makes initialize fail;
 //! `example.finalize_marker` = a file path that finalize writes "finalized" to.
 //!
-//! It also exports `rge_engine_plugin_entry_wrong_abi`, a table that claims ABI version 999,
-//! so that tests can check that a host refuses it.
+//! Extra entry points for the host's tests: `rge_engine_plugin_entry_wrong_abi` (a table that
+//! claims ABI version 999), `rge_engine_plugin_entry_v1` (claims version 1) and
+//! `rge_engine_plugin_entry_bad_kernels` (a kernel with an unknown dtype name);
+//! `rge_example_live_kernels()` counts the kernels created and not yet destroyed.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use rge_engine::abi::{
-    RgeBuf, RgeBytes, RgeEnginePluginV1, RgePluginHeader, RGE_ENGINE_ABI_VERSION, RGE_ERROR,
-    RGE_NOT_SUPPORTED, RGE_OK, RGE_SUPPORTED,
+    guard, put_buf, RgeBuf, RgeBytes, RgeEnginePluginV2, RgeKernelHandle, RgePluginHeader,
+    RgeTensorView, RGE_ENGINE_ABI_VERSION, RGE_ERROR, RGE_NOT_SUPPORTED, RGE_OK, RGE_SUPPORTED,
 };
 use serde_json::{json, Value};
 
 /// Where finalize writes its marker, if asked to.
 static FINALIZE_MARKER: Mutex<Option<String>> = Mutex::new(None);
 
+/// Kernels created and not yet destroyed.
+static LIVE_KERNELS: AtomicUsize = AtomicUsize::new(0);
+
+/// ONNX's code of FLOAT.
+const FLOAT: i32 = 1;
+
+/// The scratch bytes Relu asks for, to exercise the host's workspace path.
+const RELU_WORKSPACE: usize = 64;
+
 /// Writes `bytes` to `out` (if not null).
 fn put(out: *mut RgeBuf, bytes: Vec<u8>) {
-    if !out.is_null() {
-        // SAFETY: the host passes a valid, writable out buffer per the ABI.
-        unsafe { out.write(RgeBuf::from_vec(bytes)) };
-    }
+    // SAFETY: the host passes null or a valid, writable out buffer (empty, or filled by this
+    // plugin with `RgeBuf::from_vec`) per the ABI.
+    unsafe { put_buf(out, bytes) };
 }
 
 /// Runs `f` without letting a panic cross the C boundary.
 fn guarded(out: *mut RgeBuf, f: impl FnOnce() -> Result<i32, String>) -> i32 {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(code)) => code,
-        Ok(Err(msg)) => {
-            put(out, msg.into_bytes());
-            RGE_ERROR
-        }
-        Err(_) => {
-            put(out, b"example plugin panicked".to_vec());
-            RGE_ERROR
-        }
-    }
+    // SAFETY: `out` is the host's out buffer, as for `put`.
+    unsafe { guard(out, f) }
 }
 
 fn parse(bytes: RgeBytes) -> Result<Value, String> {
@@ -63,20 +68,37 @@ unsafe extern "C" fn initialize(options: RgeBytes, err: *mut RgeBuf) -> i32 {
     })
 }
 
+/// The engine list; `relu_dtype` is the dtype name Relu's kernel declares.
+fn engines_doc(relu_dtype: &str) -> Value {
+    let float = json!([["FLOAT"]]);
+    json!({"engines": [{
+        "name": "example",
+        "cost": 6,
+        "runtime": "DEVICE",
+        "mem_types": ["HBM"],
+        "attach": true,
+        "kernel_lib": "example_kernel_store",
+        "ops": [{"type": "ExampleOp"}, {"type": "Relu", "flag_async": true}],
+        "kernels": [
+            {"op_type": "Relu", "since": 6, "inputs": [[relu_dtype]], "outputs": float},
+            {"op_type": "Fail", "domain": "com.rge.example", "inputs": float, "outputs": float},
+            {"op_type": "Panic", "domain": "com.rge.example", "inputs": float, "outputs": float}
+        ],
+        "optimizer": {"original": true, "fused": true},
+        "builder": true
+    }]})
+}
+
 unsafe extern "C" fn get_engines(out: *mut RgeBuf) -> i32 {
     guarded(out, || {
-        let doc = json!({"engines": [{
-            "name": "example",
-            "cost": 6,
-            "runtime": "DEVICE",
-            "mem_types": ["HBM"],
-            "attach": true,
-            "kernel_lib": "example_kernel_store",
-            "ops": [{"type": "ExampleOp"}, {"type": "Relu", "flag_async": true}],
-            "optimizer": {"original": true, "fused": true},
-            "builder": true
-        }]});
-        put(out, doc.to_string().into_bytes());
+        put(out, engines_doc("FLOAT").to_string().into_bytes());
+        Ok(RGE_OK)
+    })
+}
+
+unsafe extern "C" fn get_engines_bad_kernels(out: *mut RgeBuf) -> i32 {
+    guarded(out, || {
+        put(out, engines_doc("FLOT").to_string().into_bytes());
         Ok(RGE_OK)
     })
 }
@@ -87,12 +109,9 @@ unsafe extern "C" fn check_supported(engine: u32, op: RgeBytes, reason: *mut Rge
             return Err(format!("example: no engine {engine}"));
         }
         let op = parse(op)?;
+        // Types are the kernel definitions' business; this answers for attributes.
         if op["attrs"]["reject"].as_bool() == Some(true) {
             put(reason, b"example: attribute `reject` is set".to_vec());
-            return Ok(RGE_NOT_SUPPORTED);
-        }
-        if op["type"] == "Relu" && op["inputs"][0]["dtype"] != "DT_FLOAT" {
-            put(reason, b"example: Relu only for DT_FLOAT inputs".to_vec());
             return Ok(RGE_NOT_SUPPORTED);
         }
         Ok(RGE_SUPPORTED)
@@ -197,28 +216,195 @@ unsafe extern "C" fn free_buf(buf: RgeBuf) {
     drop(unsafe { buf.into_boxed() });
 }
 
-const TABLE_SIZE: u32 = std::mem::size_of::<RgeEnginePluginV1>() as u32;
+/// One kernel instance; its handle is a `Box<ExampleKernel>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExampleKernel {
+    Relu,
+    Fail,
+    Panic,
+}
 
-const fn table(abi_version: u32) -> RgeEnginePluginV1 {
-    RgeEnginePluginV1 {
+/// The views the host lends.
+///
+/// # Safety
+/// `ptr` must point to `n` views valid for `'a` (or `n` must be 0).
+unsafe fn views<'a>(ptr: *const RgeTensorView, n: usize) -> &'a [RgeTensorView] {
+    if n == 0 || ptr.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller guarantees `n` readable views at `ptr`.
+        unsafe { std::slice::from_raw_parts(ptr, n) }
+    }
+}
+
+/// The kernel behind a handle.
+///
+/// # Safety
+/// `handle` must be null or come from `kernel_create` and not be destroyed yet.
+unsafe fn kernel<'a>(handle: RgeKernelHandle) -> Result<&'a ExampleKernel, String> {
+    // SAFETY: per the caller, a non-null handle is a live `Box<ExampleKernel>`.
+    unsafe { handle.cast::<ExampleKernel>().as_ref() }.ok_or_else(|| "example: null kernel".into())
+}
+
+/// The one FLOAT input every example kernel takes.
+fn float_input(inputs: &[RgeTensorView]) -> Result<&RgeTensorView, String> {
+    match inputs {
+        [x] if x.dtype == FLOAT => Ok(x),
+        [x] => Err(format!(
+            "example: input has dtype code {}, FLOAT expected",
+            x.dtype
+        )),
+        _ => Err(format!("example: 1 input expected, got {}", inputs.len())),
+    }
+}
+
+unsafe extern "C" fn kernel_create(
+    engine: u32,
+    op: RgeBytes,
+    handle: *mut RgeKernelHandle,
+    err: *mut RgeBuf,
+) -> i32 {
+    guarded(err, || {
+        if engine != 0 {
+            return Err(format!("example: no engine {engine}"));
+        }
+        if handle.is_null() {
+            return Err("example: no handle slot".into());
+        }
+        let op = parse(op)?;
+        let k = match (op["domain"].as_str().unwrap_or(""), op["type"].as_str()) {
+            ("", Some("Relu")) => ExampleKernel::Relu,
+            ("com.rge.example", Some("Fail")) => ExampleKernel::Fail,
+            ("com.rge.example", Some("Panic")) => ExampleKernel::Panic,
+            (d, t) => return Err(format!("example: no kernel for {t:?} in domain {d:?}")),
+        };
+        if let Some(t) = op["inputs"][0]["dtype"].as_str().filter(|t| *t != "FLOAT") {
+            return Err(format!("example: {k:?} takes FLOAT, not {t}"));
+        }
+        LIVE_KERNELS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: checked non-null; the host passes a writable handle slot.
+        unsafe { handle.write(Box::into_raw(Box::new(k)).cast::<c_void>()) };
+        Ok(RGE_OK)
+    })
+}
+
+unsafe extern "C" fn kernel_infer(
+    handle: RgeKernelHandle,
+    inputs: *const RgeTensorView,
+    n_inputs: usize,
+    out: *mut RgeBuf,
+) -> i32 {
+    guarded(out, || {
+        // SAFETY: the host passes a live handle of ours and `n_inputs` views for the call.
+        let (k, inputs) = unsafe { (kernel(handle)?, views(inputs, n_inputs)) };
+        let x = float_input(inputs)?;
+        // SAFETY: the host lends `rank` dims with the view.
+        let dims = unsafe { x.dims() };
+        let workspace = if *k == ExampleKernel::Relu {
+            RELU_WORKSPACE
+        } else {
+            0
+        };
+        let answer =
+            json!({"outputs": [{"dtype": "FLOAT", "shape": dims}], "workspace": workspace});
+        put(out, answer.to_string().into_bytes());
+        Ok(RGE_OK)
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // the ABI's signature
+unsafe extern "C" fn kernel_compute(
+    handle: RgeKernelHandle,
+    inputs: *const RgeTensorView,
+    n_inputs: usize,
+    outputs: *const RgeTensorView,
+    n_outputs: usize,
+    workspace: *mut c_void,
+    workspace_len: usize,
+    err: *mut RgeBuf,
+) -> i32 {
+    guarded(err, || {
+        // SAFETY: the host passes a live handle of ours and the views for the call.
+        let (k, inputs, outputs) = unsafe {
+            (
+                kernel(handle)?,
+                views(inputs, n_inputs),
+                views(outputs, n_outputs),
+            )
+        };
+        match k {
+            ExampleKernel::Fail => return Err("Fail was asked to fail".into()),
+            ExampleKernel::Panic => panic!("Panic was asked to panic"),
+            ExampleKernel::Relu => {}
+        }
+        if workspace.is_null() || workspace_len < RELU_WORKSPACE {
+            return Err(format!(
+                "example: Relu asked for {RELU_WORKSPACE} workspace bytes, got {workspace_len}"
+            ));
+        }
+        let x = float_input(inputs)?;
+        let [y] = outputs else {
+            return Err(format!("example: 1 output expected, got {}", outputs.len()));
+        };
+        // SAFETY: the input is lent read-only and the output is ours to fill for this call;
+        // the host never gives an output that overlaps an input here (no in-place reuse).
+        let (x, y) = unsafe { (x.bytes(), y.bytes_mut()) };
+        if x.len() != y.len() || x.len() % 4 != 0 {
+            return Err(format!(
+                "example: Relu input of {} bytes, output of {}",
+                x.len(),
+                y.len()
+            ));
+        }
+        for (o, i) in y.chunks_exact_mut(4).zip(x.chunks_exact(4)) {
+            let v = f32::from_ne_bytes([i[0], i[1], i[2], i[3]]);
+            // `v < 0` keeps NaN as NaN, as ONNX's Relu does.
+            let r = if v < 0.0 { 0.0 } else { v };
+            o.copy_from_slice(&r.to_ne_bytes());
+        }
+        Ok(RGE_OK)
+    })
+}
+
+unsafe extern "C" fn kernel_destroy(handle: RgeKernelHandle) {
+    if !handle.is_null() {
+        // SAFETY: a non-null handle is a `Box<ExampleKernel>` from `kernel_create`, destroyed
+        // once by the host.
+        drop(unsafe { Box::from_raw(handle.cast::<ExampleKernel>()) });
+        LIVE_KERNELS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+const TABLE_SIZE: u32 = std::mem::size_of::<RgeEnginePluginV2>() as u32;
+
+type GetEngines = unsafe extern "C" fn(*mut RgeBuf) -> i32;
+
+const fn table(abi_version: u32, get_engines: GetEngines) -> RgeEnginePluginV2 {
+    RgeEnginePluginV2 {
         header: RgePluginHeader {
             abi_version,
             table_size: TABLE_SIZE,
         },
         initialize,
         get_engines,
-        check_supported,
+        check_supported: Some(check_supported),
         compile_op: Some(compile_op),
         optimize_graph: Some(optimize_graph),
         calc_running_params: Some(calc_running_params),
         generate_task: Some(generate_task),
         finalize,
         free_buf,
+        kernel_create: Some(kernel_create),
+        kernel_infer: Some(kernel_infer),
+        kernel_compute: Some(kernel_compute),
+        kernel_destroy: Some(kernel_destroy),
     }
 }
 
-static TABLE: RgeEnginePluginV1 = table(RGE_ENGINE_ABI_VERSION);
-static WRONG_ABI: RgeEnginePluginV1 = table(999);
+static TABLE: RgeEnginePluginV2 = table(RGE_ENGINE_ABI_VERSION, get_engines);
+static WRONG_ABI: RgeEnginePluginV2 = table(999, get_engines);
+static V1_ABI: RgeEnginePluginV2 = table(1, get_engines);
+static BAD_KERNELS: RgeEnginePluginV2 = table(RGE_ENGINE_ABI_VERSION, get_engines_bad_kernels);
 
 /// The standard entry point.
 #[no_mangle]
@@ -230,4 +416,22 @@ pub extern "C" fn rge_engine_plugin_entry() -> *const RgePluginHeader {
 #[no_mangle]
 pub extern "C" fn rge_engine_plugin_entry_wrong_abi() -> *const RgePluginHeader {
     &WRONG_ABI.header
+}
+
+/// A table claiming ABI version 1 (before runnable kernels), for the version check's test.
+#[no_mangle]
+pub extern "C" fn rge_engine_plugin_entry_v1() -> *const RgePluginHeader {
+    &V1_ABI.header
+}
+
+/// A table whose Relu kernel names an unknown dtype, for the host's description check.
+#[no_mangle]
+pub extern "C" fn rge_engine_plugin_entry_bad_kernels() -> *const RgePluginHeader {
+    &BAD_KERNELS.header
+}
+
+/// Kernels created and not yet destroyed (for tests that the host destroys what it creates).
+#[no_mangle]
+pub extern "C" fn rge_example_live_kernels() -> usize {
+    LIVE_KERNELS.load(Ordering::SeqCst)
 }

@@ -49,6 +49,11 @@ pub trait Engine: Send + Sync {
     fn kernel_builder(&self) -> Option<&dyn KernelBuilder> {
         None
     }
+
+    /// The memory space the engine's kernels read and write (from its `mem_types`).
+    fn memory_space(&self) -> rge_kernels::MemSpace {
+        crate::kernels::space_of_mem_types(&self.attributes().mem_types)
+    }
 }
 
 impl fmt::Debug for dyn Engine {

@@ -29,6 +29,14 @@ pub enum EngineError {
         #[source]
         source: rge_ir::IrError,
     },
+    /// A rewrite an engine's optimizer asked for was refused; the graph is unchanged.
+    #[error("engine `{engine}`: {source}")]
+    Patch {
+        engine: String,
+        // Boxed: patch errors are large and rare.
+        #[source]
+        source: Box<rge_ir::PatchError>,
+    },
 }
 
 impl EngineError {
@@ -37,6 +45,14 @@ impl EngineError {
         EngineError::Engine {
             engine: engine.into(),
             message: message.into(),
+        }
+    }
+
+    /// Wraps a refused patch of `engine`.
+    pub fn patch(engine: impl Into<String>, source: rge_ir::PatchError) -> Self {
+        EngineError::Patch {
+            engine: engine.into(),
+            source: Box::new(source),
         }
     }
 

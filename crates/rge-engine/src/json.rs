@@ -1,9 +1,11 @@
 //! The JSON documents that cross the plugin ABI (schemas in `docs/engines.md`): an op, a graph
-//! view, graph edits, running parameters, and the engine list a plugin describes itself with.
+//! view, graph edits, running parameters, the engine list a plugin describes itself with
+//! (kernel definitions included), and a kernel's op and per-call output answer.
 
 use serde_json::{json, Map, Value};
 
 use rge_ir::{AttrMap, AttrValue, ComputeGraph, DataType, Format, OpDesc, Shape, TensorDesc};
+use rge_kernels::{DType, KernelInit, TypeSet};
 
 use crate::attrs::{EngineAttributes, EngineKind, RuntimeType, SchedulingFlags};
 use crate::builder::RunningParams;
@@ -225,6 +227,168 @@ pub fn running_params_from_json(v: &Value) -> Result<RunningParams, String> {
     })
 }
 
+/// The element type with ONNX's name `name` ("FLOAT", "INT64" …).
+pub fn dtype_from_onnx_name(name: &str) -> Option<DType> {
+    DType::ALL.iter().copied().find(|t| t.name() == name)
+}
+
+/// A kernel's op as the plugin's `kernel_create` reads it: `{"name", "type", "domain",
+/// "opset", "attrs", "inputs": [{"dtype": "FLOAT" | null}], "outputs": [...]}`.
+pub fn kernel_op_json(init: &KernelInit<'_>) -> Value {
+    let ports = |types: &[Option<DType>]| -> Vec<Value> {
+        types
+            .iter()
+            .map(|t| json!({ "dtype": t.map(DType::name) }))
+            .collect()
+    };
+    json!({
+        "name": init.node_name,
+        "type": init.op_type,
+        "domain": init.domain,
+        "opset": init.opset,
+        "attrs": attrs_json(init.attrs),
+        "inputs": ports(init.input_types),
+        "outputs": ports(init.output_types),
+    })
+}
+
+/// One output of `kernel_infer`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InferredOutput {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// `kernel_infer`'s answer: per output its type and shape (`None`: not produced), and the
+/// workspace bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InferResult {
+    pub outputs: Vec<Option<InferredOutput>>,
+    pub workspace: usize,
+}
+
+/// Parses `{"outputs": [{"dtype": name | code, "shape": [..]} | null], "workspace": n}`.
+pub fn infer_result_from_json(v: &Value) -> Result<InferResult, String> {
+    let list = v
+        .get("outputs")
+        .and_then(Value::as_array)
+        .ok_or("the answer has no `outputs` list")?;
+    let mut outputs = Vec::with_capacity(list.len());
+    for (i, o) in list.iter().enumerate() {
+        if o.is_null() {
+            outputs.push(None);
+            continue;
+        }
+        let dtype = match o.get("dtype") {
+            Some(Value::String(s)) => dtype_from_onnx_name(s),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .and_then(|c| i32::try_from(c).ok())
+                .and_then(DType::from_onnx),
+            _ => None,
+        }
+        .ok_or_else(|| format!("output {i}: `dtype` is not an ONNX type name or code"))?;
+        let shape = o
+            .get("shape")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
+                    .collect::<Option<Vec<usize>>>()
+            })
+            .ok_or_else(|| format!("output {i}: `shape` is not a list of dims >= 0"))?;
+        outputs.push(Some(InferredOutput { dtype, shape }));
+    }
+    let workspace = match v.get("workspace") {
+        None | Some(Value::Null) => 0,
+        Some(w) => w
+            .as_u64()
+            .and_then(|w| usize::try_from(w).ok())
+            .ok_or("`workspace` is not a byte count")?,
+    };
+    Ok(InferResult { outputs, workspace })
+}
+
+/// One kernel an engine defines in `get_engines` (its `kernels` list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelDescription {
+    pub op_type: String,
+    /// "" for the default ONNX domain.
+    pub domain: String,
+    /// The opset versions served, both ends included.
+    pub since: i64,
+    pub until: i64,
+    /// Per input the accepted types (the last repeats; empty: any input).
+    pub inputs: Vec<TypeSet>,
+    /// Per output likewise.
+    pub outputs: Vec<TypeSet>,
+}
+
+fn kernel_from_json(i: usize, k: &Value) -> Result<KernelDescription, String> {
+    let op_type = k
+        .get("op_type")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("kernel {i} has no `op_type`"))?;
+    let ctx = |m: String| format!("kernel `{op_type}`: {m}");
+    let domain = match k.get("domain") {
+        None | Some(Value::Null) => "",
+        Some(d) => d
+            .as_str()
+            .ok_or_else(|| ctx("`domain` is not a string".into()))?,
+    };
+    let version = |key: &str, default: i64| -> Result<i64, String> {
+        match k.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v
+                .as_i64()
+                .filter(|v| *v >= 0)
+                .ok_or_else(|| ctx(format!("`{key}` is not an opset version"))),
+        }
+    };
+    let since = version("since", 1)?;
+    let until = version("until", i64::MAX)?;
+    if since > until {
+        return Err(ctx(format!("`since` {since} is after `until` {until}")));
+    }
+    let ports = |key: &str| -> Result<Vec<TypeSet>, String> {
+        let Some(list) = k.get(key) else {
+            return Ok(Vec::new());
+        };
+        let list = list
+            .as_array()
+            .ok_or_else(|| ctx(format!("`{key}` is not a list of dtype lists")))?;
+        let port = &key[..key.len() - 1];
+        list.iter()
+            .enumerate()
+            .map(|(p, names)| {
+                let names = names
+                    .as_array()
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| ctx(format!("{port} {p} is not a non-empty list of dtypes")))?;
+                let mut types = Vec::with_capacity(names.len());
+                for n in names {
+                    let t = n.as_str().and_then(dtype_from_onnx_name).ok_or_else(|| {
+                        ctx(format!(
+                            "{port} {p}: unknown dtype {n} (ONNX names such as \"FLOAT\")"
+                        ))
+                    })?;
+                    types.push(t);
+                }
+                Ok(TypeSet::of(&types))
+            })
+            .collect()
+    };
+    Ok(KernelDescription {
+        op_type: op_type.to_string(),
+        domain: if domain == "ai.onnx" { "" } else { domain }.to_string(),
+        since,
+        until,
+        inputs: ports("inputs")?,
+        outputs: ports("outputs")?,
+    })
+}
+
 /// One engine a plugin describes in `get_engines`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineDescription {
@@ -239,6 +403,8 @@ pub struct EngineDescription {
     pub optimizer_stages: Vec<crate::optimizer::OptimizeStage>,
     /// The plugin builds kernels for this engine.
     pub builder: bool,
+    /// Runnable kernels (ABI version 2).
+    pub kernels: Vec<KernelDescription>,
 }
 
 fn get_bool(v: &Value, key: &str) -> Result<bool, String> {
@@ -317,6 +483,15 @@ pub fn engines_from_json(v: &Value) -> Result<Vec<EngineDescription>, String> {
                 get_bool(o, "flag_async").map_err(ctx)?,
             ));
         }
+        let mut kernels = Vec::new();
+        if let Some(list) = e.get("kernels") {
+            let list = list
+                .as_array()
+                .ok_or_else(|| ctx("`kernels` is not a list".into()))?;
+            for (k, v) in list.iter().enumerate() {
+                kernels.push(kernel_from_json(k, v).map_err(ctx)?);
+            }
+        }
         let mut stages = Vec::new();
         if let Some(o) = e.get("optimizer") {
             for s in crate::optimizer::OptimizeStage::ALL {
@@ -336,6 +511,7 @@ pub fn engines_from_json(v: &Value) -> Result<Vec<EngineDescription>, String> {
             any_op: get_bool(e, "any_op").map_err(ctx)?,
             optimizer_stages: stages,
             builder: get_bool(e, "builder").map_err(ctx)?,
+            kernels,
         });
     }
     Ok(out)
@@ -380,5 +556,50 @@ mod tests {
         assert_eq!(e.optimizer_stages, [crate::optimizer::OptimizeStage::Fused]);
         let bad = json!({"engines": [{"name": "e", "cost": 12}]});
         assert!(engines_from_json(&bad).unwrap_err().contains("cost"));
+    }
+
+    #[test]
+    fn kernel_lists_are_checked() {
+        let doc = |k: Value| json!({"engines": [{"name": "e", "cost": 6, "kernels": [k]}]});
+        let ok = doc(json!({"op_type": "Relu", "since": 6,
+            "inputs": [["FLOAT", "DOUBLE"]], "outputs": [["FLOAT"]]}));
+        let k = &engines_from_json(&ok).unwrap()[0].kernels[0];
+        assert_eq!((k.domain.as_str(), k.since, k.until), ("", 6, i64::MAX));
+        assert!(k.inputs[0].contains(DType::Double) && !k.outputs[0].contains(DType::Double));
+        let err = |k: Value| engines_from_json(&doc(k)).unwrap_err();
+        assert_eq!(
+            err(json!({"op_type": "Relu", "inputs": [["FLOT"]]})),
+            "engine `e`: kernel `Relu`: input 0: unknown dtype \"FLOT\" (ONNX names such as \"FLOAT\")"
+        );
+        assert_eq!(
+            err(json!({"op_type": "Relu", "since": 9, "until": 7})),
+            "engine `e`: kernel `Relu`: `since` 9 is after `until` 7"
+        );
+        assert_eq!(
+            err(json!({"op_type": ""})),
+            "engine `e`: kernel 0 has no `op_type`"
+        );
+        assert!(err(json!({"op_type": "X", "outputs": [[]]})).contains("output 0"));
+    }
+
+    #[test]
+    fn infer_answers_are_checked() {
+        let r = infer_result_from_json(&json!({"outputs": [{"dtype": "FLOAT", "shape": [2, 3]},
+            null, {"dtype": 7, "shape": []}], "workspace": 64}))
+        .unwrap();
+        assert_eq!(r.workspace, 64);
+        assert_eq!(r.outputs[0].as_ref().unwrap().shape, [2, 3]);
+        assert!(r.outputs[1].is_none());
+        assert_eq!(r.outputs[2].as_ref().unwrap().dtype, DType::Int64);
+        assert!(
+            infer_result_from_json(&json!({"outputs": [{"dtype": "F", "shape": []}]}))
+                .unwrap_err()
+                .contains("output 0")
+        );
+        assert!(
+            infer_result_from_json(&json!({"outputs": [{"dtype": 1, "shape": [-1]}]}))
+                .unwrap_err()
+                .contains("shape")
+        );
     }
 }

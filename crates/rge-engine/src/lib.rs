@@ -6,7 +6,8 @@
 //!   and `engine_conf.json`'s [`SchedulingFlags`] (independent, attach, skip stream assignment).
 //! - [`store`]: the kernel info store ([`KernelInfoStore`]: op infos per type,
 //!   `check_supported` answering yes or no with a reason, op compilation) and [`TableStore`].
-//! - [`optimizer`]: the graph optimizer ([`GraphOptimizer`]: original, fused, whole graph).
+//! - [`optimizer`]: the graph optimizer ([`GraphOptimizer`]: original, fused, whole graph),
+//!   which changes graphs only through a [`rewriter`] ([`GraphRewriter`]: checked patches).
 //! - [`builder`]: the kernel builder ([`KernelBuilder`]: running parameters, kernel/task
 //!   generation) and the [`Kernel`] trait object the compiled model keeps.
 //! - [`engine`]: the [`Engine`] trait tying these together, and [`BasicEngine`].
@@ -22,8 +23,11 @@ pub mod builder;
 pub mod engine;
 pub mod error;
 pub mod json;
+pub mod kernels;
 pub mod optimizer;
 pub mod plugin;
+pub mod plugin_edits;
+pub mod rewriter;
 pub mod standard;
 pub mod store;
 
@@ -31,7 +35,12 @@ pub use attrs::{EngineAttributes, EngineKind, RuntimeType, SchedulingFlags, MAX_
 pub use builder::{default_running_params, Kernel, KernelBuilder, NamedKernel, RunningParams};
 pub use engine::{BasicEngine, Engine, EngineOptions};
 pub use error::{EngineError, EngineResult};
+pub use kernels::{op_domain, op_opset, space_of_mem_types, KernelStore};
 pub use optimizer::{GraphOptimizer, OptimizeStage};
-pub use plugin::{load_engine_plugin, load_engine_plugin_with_entry, PluginEngine, PluginKernel};
+pub use plugin::{
+    load_engine_plugin, load_engine_plugin_with_entry, PluginComputeKernel, PluginEngine,
+    PluginKernel,
+};
+pub use rewriter::{GraphRewriter, BOUNDARY_OP_TYPES};
 pub use standard::{standard_engine, StandardEngine, STANDARD_ENGINES};
 pub use store::{KernelInfoStore, OpInfo, OpTypes, Support, TableStore};

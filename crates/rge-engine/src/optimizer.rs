@@ -1,10 +1,11 @@
 //! The graph optimizer (GE's `GraphOptimizer`): an engine's passes over the original graph,
 //! over each of its partitions (the fused graph) and over the merged whole graph. Every stage
-//! is optional; the defaults do nothing.
-
-use rge_ir::ComputeGraph;
+//! is optional; the defaults do nothing. An optimizer never holds the graph mutably: it gets a
+//! [`GraphRewriter`] that lends it read-only and changes it only through checked patches and
+//! attribute calls (ARCHITECTURE.md decision 12).
 
 use crate::error::EngineResult;
+use crate::rewriter::GraphRewriter;
 
 /// The stages at which the pipeline calls an engine's optimizer (the value crosses the C ABI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,30 +39,31 @@ impl OptimizeStage {
 }
 
 /// GE's `GraphOptimizer`. Partitions are optimized in parallel, so an optimizer may be called
-/// from several threads at once (each call with its own graph).
+/// from several threads at once (each call with its own graph and rewriter).
 pub trait GraphOptimizer: Send + Sync {
     /// Before placement, on the whole graph.
-    fn optimize_original_graph(&self, graph: &mut ComputeGraph) -> EngineResult<()> {
+    fn optimize_original_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let _ = graph;
         Ok(())
     }
 
     /// On one partition placed on this engine. The partition's boundary nodes (types `End`
-    /// and `PlaceHolder`) must stay as they are: they are how the partition is merged back.
-    fn optimize_fused_graph(&self, graph: &mut ComputeGraph) -> EngineResult<()> {
+    /// and `PlaceHolder`) are how the partition is merged back: the rewriter refuses to remove
+    /// or annotate them.
+    fn optimize_fused_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let _ = graph;
         Ok(())
     }
 
     /// After merging, on the whole graph.
-    fn optimize_whole_graph(&self, graph: &mut ComputeGraph) -> EngineResult<()> {
+    fn optimize_whole_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let _ = graph;
         Ok(())
     }
 
-    /// Runs `stage`.
-    fn optimize(&self, stage: OptimizeStage, graph: &mut ComputeGraph) -> EngineResult<()> {
-        match stage {
+    /// Runs `graph.stage()`.
+    fn optimize(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        match graph.stage() {
             OptimizeStage::Original => self.optimize_original_graph(graph),
             OptimizeStage::Fused => self.optimize_fused_graph(graph),
             OptimizeStage::Whole => self.optimize_whole_graph(graph),

@@ -91,6 +91,12 @@ pub trait KernelInfoStore: Send + Sync {
         let _ = (graph, nodes);
         Ok(())
     }
+
+    /// The kernel definitions behind the answers, when the store has runnable kernels (the
+    /// runtime lowers a node with the definition [`crate::KernelStore::select`] picks).
+    fn kernel_set(&self) -> Option<&rge_kernels::KernelSet> {
+        None
+    }
 }
 
 type CheckFn = dyn Fn(&OpDesc) -> Support + Send + Sync;

@@ -162,6 +162,79 @@ fn desc_priorities_and_legacy_overrides() {
     assert!(d.origin_shape().is_none());
 }
 
+/// rge's own dtypes (proto and ge values 200..=202) and the op domain/opset fields, which GE's
+/// OpDef carries as the attrs `_rge_domain` / `_rge_opset`.
+#[test]
+fn new_dtypes_and_domain_opset_round_trip() {
+    let mut g = ComputeGraph::new("m");
+    let new_types = [
+        DataType::Float8E4M3Fnuz,
+        DataType::Float8E5M2Fnuz,
+        DataType::Uint4,
+    ];
+    let mut op = OpDesc::new("gelu", "Gelu");
+    for dt in new_types {
+        let d = TensorDesc::with_shape_dtype(Shape::new([4]), dt);
+        op.add_input("", d.clone()).unwrap();
+        op.add_output("", d).unwrap();
+    }
+    op.attrs_mut()
+        .set("to", AttrValue::DataType(DataType::Uint4));
+    op.attrs_mut()
+        .set("tos", AttrValue::ListDataType(new_types.to_vec()));
+    op.set_domain("com.microsoft");
+    op.set_opset(Some(1));
+    g.add_root_node(op).unwrap();
+    let mut relu = OpDesc::new("relu", "Relu");
+    relu.set_opset(Some(17));
+    g.add_root_node(relu).unwrap();
+    let m = GeModel::dump_model(g);
+
+    let def = m.to_model_def(&WriteOptions::default());
+    let od = &def.graph[0].op[0];
+    let dtypes: Vec<i32> = od.input_desc.iter().map(|d| d.dtype).collect();
+    assert_eq!(dtypes, [200, 201, 202]);
+    assert!(matches!(&od.attr["_rge_domain"].value, Some(V::S(s)) if &s[..] == b"com.microsoft"));
+    assert!(matches!(od.attr["_rge_opset"].value, Some(V::I(1))));
+    assert!(matches!(od.attr["to"].value, Some(V::Dt(202))));
+    let relu = &def.graph[0].op[1];
+    assert!(
+        !relu.attr.contains_key("_rge_domain"),
+        "default domain: no attr"
+    );
+    assert!(matches!(relu.attr["_rge_opset"].value, Some(V::I(17))));
+
+    for o in [WriteOptions::default(), WriteOptions::dump()] {
+        for back in [binary_round_trip(&m, &o), text_round_trip(&m, &o)] {
+            assert_eq!(back, m);
+            let g = &back.graph;
+            let op = g.op(g.find_node(g.root(), "gelu").unwrap()).unwrap();
+            assert_eq!((op.domain(), op.opset()), ("com.microsoft", Some(1)));
+            assert!(!op.attrs().contains("_rge_domain") && !op.attrs().contains("_rge_opset"));
+            let got: Vec<DataType> = op.outputs().iter().map(|d| d.dtype()).collect();
+            assert_eq!(got, new_types);
+            assert_eq!(
+                op.attrs().get("to"),
+                Some(&AttrValue::DataType(DataType::Uint4))
+            );
+        }
+    }
+    // GE has no name for the new proto values, so its text prints them as numbers.
+    let text = m.to_text(&WriteOptions::default()).unwrap();
+    assert!(text.contains("dtype: 202"), "{text}");
+    assert!(text.contains("key: \"_rge_domain\""), "{text}");
+
+    // A wrongly typed `_rge_domain` / `_rge_opset` is an error, not a lost domain.
+    for (key, value) in [("_rge_domain", V::I(3)), ("_rge_opset", V::S("x".into()))] {
+        let mut bad = def.clone();
+        bad.graph[0].op[0]
+            .attr
+            .insert(key.into(), AttrDef { value: Some(value) });
+        let e = GeModel::from_model_def(&bad, &ReadContext::new("bad")).unwrap_err();
+        assert!(e.to_string().contains(key), "{e}");
+    }
+}
+
 #[test]
 fn special_op_attrs() {
     let mut o = OpDef {
@@ -439,6 +512,11 @@ fn build(nodes: &[NodeSpec], links: &[(usize, i32, usize, i32)], sub: bool) -> G
         op.attrs_mut().set("i", s.attr.0);
         op.attrs_mut().set("f", s.attr.1);
         op.attrs_mut().set("s", s.attr.2.clone());
+        // Some ops get a domain and an opset, which travel as rge's own OpDef attrs.
+        if s.attr.0 % 3 == 0 {
+            op.set_domain("com.example");
+            op.set_opset(Some(s.attr.0));
+        }
         ids.push(g.add_root_node(op).unwrap());
     }
     for &(src, out, dst, inp) in links {

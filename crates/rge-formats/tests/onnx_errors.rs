@@ -320,7 +320,7 @@ fn external_data_errors() {
 #[test]
 fn bad_names_and_attributes() {
     let mut n = node("Relu", "r", &["x"], &["y"]);
-    n.attribute.push(attr_int("_onnx_domain", 1));
+    n.attribute.push(attr_int("_onnx_name", 1));
     let m = model(
         graph(
             "g",
@@ -331,7 +331,7 @@ fn bad_names_and_attributes() {
         ),
         13,
     );
-    expect(&m, &["attribute `_onnx_domain`", "reserved"]);
+    expect(&m, &["attribute `_onnx_name`", "reserved"]);
 
     let mut n = node("Relu", "r", &["x"], &["y"]);
     n.attribute.push(attr_int("a", 1));

@@ -186,3 +186,150 @@ fn write_fuzz_seeds_when_asked() {
         std::fs::write(path, prost::Message::encode_to_vec(&c.model)).unwrap();
     }
 }
+
+/// FLOAT8E4M3FNUZ, FLOAT8E5M2FNUZ and UINT4 are rge types of their own: graph inputs and
+/// initializers import with them (no stand-in, no tag) and export with the same ONNX types,
+/// type protos and bytes.
+#[test]
+fn fnuz_and_uint4_import_as_their_own_types_and_export_unchanged() {
+    use rge_formats::onnx_proto::TensorProto;
+    use rge_ir::DataType;
+    let types = [
+        (18, DataType::Float8E4M3Fnuz, vec![0x00, 0x40, 0x80, 0x7f]),
+        (20, DataType::Float8E5M2Fnuz, vec![0x01, 0x3c, 0x80, 0xff]),
+        (21, DataType::Uint4, vec![0x21, 0xf3]),
+    ];
+    let (mut nodes, mut inputs, mut outputs, mut inits) = (vec![], vec![], vec![], vec![]);
+    for (k, (code, _, raw)) in types.iter().enumerate() {
+        let (x, w) = (format!("x{k}"), format!("w{k}"));
+        let (y, z) = (format!("y{k}"), format!("z{k}"));
+        inputs.push(vi(&x, *code, &[4]));
+        inits.push(TensorProto {
+            name: w.clone(),
+            dims: vec![4],
+            data_type: *code,
+            raw_data: raw.clone().into(),
+            ..Default::default()
+        });
+        nodes.push(node("Identity", &format!("ix{k}"), &[&x], &[&y]));
+        nodes.push(node("Identity", &format!("iw{k}"), &[&w], &[&z]));
+        outputs.push(vi(&y, *code, &[4]));
+        outputs.push(vi(&z, *code, &[4]));
+    }
+    let src = model(graph("types", nodes, inputs, outputs, inits), 21);
+    let m = import_proto(&src).unwrap();
+    let g = &m.graph;
+    for (k, (_, dt, raw)) in types.iter().enumerate() {
+        let x = g
+            .op(g.find_node(g.root(), &format!("x{k}")).unwrap())
+            .unwrap();
+        assert_eq!(x.output(0).unwrap().dtype(), *dt, "input x{k}");
+        let w = g
+            .op(g.find_node(g.root(), &format!("w{k}")).unwrap())
+            .unwrap();
+        let t = w
+            .attrs()
+            .get_as::<&rge_ir::Tensor>("value")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (t.desc.dtype(), &t.data[..]),
+            (*dt, &raw[..]),
+            "initializer w{k}"
+        );
+        assert!(t.desc.attrs().is_empty(), "no stand-in tag on w{k}");
+        let id = g
+            .op(g.find_node(g.root(), &format!("ix{k}")).unwrap())
+            .unwrap();
+        assert_eq!(id.output(0).unwrap().dtype(), *dt, "value_info of y{k}");
+    }
+    let out = onnx::export(&m).unwrap();
+    let (a, b) = (src.graph.as_ref().unwrap(), out.graph.as_ref().unwrap());
+    assert_eq!(b.input, a.input, "graph input types");
+    assert_eq!(b.output, a.output, "graph output types");
+    for (x, y) in a.initializer.iter().zip(&b.initializer) {
+        assert_eq!(
+            (&y.name, y.data_type, &y.dims, &y.raw_data),
+            (&x.name, x.data_type, &x.dims, &x.raw_data)
+        );
+    }
+    round_trip("fnuz_uint4.onnx", &m);
+}
+
+/// A node of another domain keeps its domain and its domain's opset, as OpDesc fields, through
+/// import (root and If bodies), GE ModelDef binary and text, and export.
+#[test]
+fn custom_domain_and_opset_survive_onnx_ge_onnx() {
+    use rge_formats::ge::{GeModel, WriteOptions};
+    use rge_formats::onnx_proto::OperatorSetIdProto;
+    let mut gelu = node("Gelu", "gelu", &["x"], &["g"]);
+    gelu.domain = "com.microsoft".into();
+    let mut inner = node("Gelu", "inner", &["g"], &["t"]);
+    inner.domain = "com.microsoft".into();
+    let then_b = graph("then", vec![inner], vec![], vec![vi("t", 1, &[2])], vec![]);
+    let else_b = graph(
+        "else",
+        vec![node("Relu", "r", &["g"], &["e"])],
+        vec![],
+        vec![vi("e", 1, &[2])],
+        vec![],
+    );
+    let mut iff = node("If", "iff", &["c"], &["y"]);
+    iff.attribute.push(attr_graph("then_branch", then_b));
+    iff.attribute.push(attr_graph("else_branch", else_b));
+    let mut src = model(
+        graph(
+            "dom",
+            vec![gelu, iff],
+            vec![vi("x", 1, &[2]), vi("c", 9, &[])],
+            vec![vi("y", 1, &[2])],
+            vec![],
+        ),
+        17,
+    );
+    src.opset_import.push(OperatorSetIdProto {
+        domain: "com.microsoft".into(),
+        version: 1,
+    });
+    let m = import_proto(&src).unwrap();
+    let check = |g: &rge_ir::ComputeGraph, how: &str| {
+        let find = |name: &str| {
+            std::iter::once(g.root())
+                .chain(g.subgraphs().iter().copied())
+                .find_map(|s| g.find_node(s, name))
+                .and_then(|n| g.op(n))
+                .unwrap_or_else(|| panic!("{how}: no node {name}"))
+        };
+        let at = |name: &str| (find(name).domain().to_string(), find(name).opset());
+        assert_eq!(at("gelu"), ("com.microsoft".into(), Some(1)), "{how}");
+        assert_eq!(
+            at("inner"),
+            ("com.microsoft".into(), Some(1)),
+            "{how}: If body"
+        );
+        assert_eq!(at("iff"), (String::new(), Some(17)), "{how}");
+        assert_eq!(at("r"), (String::new(), Some(17)), "{how}: If body");
+        assert!(!find("gelu").attrs().contains("_onnx_domain"), "{how}");
+    };
+    check(&m.graph, "import");
+    let ge = GeModel::new(m.graph.clone());
+    let bin = GeModel::from_binary_bytes(
+        ge.to_binary_bytes(&WriteOptions::default()).unwrap(),
+        "m.pb",
+    )
+    .unwrap();
+    check(&bin.graph, "GE binary");
+    let text =
+        GeModel::from_text_str(&ge.to_text(&WriteOptions::dump()).unwrap(), "m.txt").unwrap();
+    check(&text.graph, "GE text");
+    assert_eq!(bin.graph, m.graph);
+    let out = onnx::export(&bin.graph).unwrap();
+    let g = out.graph.as_ref().unwrap();
+    let gelu = g.node.iter().find(|n| n.name == "gelu").unwrap();
+    assert_eq!(gelu.domain, "com.microsoft");
+    assert!(out
+        .opset_import
+        .iter()
+        .any(|o| o.domain == "com.microsoft" && o.version == 1));
+    check(&import_proto(&out).unwrap().graph, "re-import");
+}

@@ -5,6 +5,9 @@
 //!   `format_for_int`-style ints and the C API (DT_FLOAT = 0, DT_INT32 = 3, DT_UNDEFINED = 28);
 //! * the `ge.proto.DataType` enum ([`DataType::proto_value`]), used only by
 //!   `TensorDescriptor.dtype` (DT_UNDEFINED = 0, DT_FLOAT = 1, DT_INT32 = 7).
+//!
+//! Three ONNX types have no GE value: DT_FLOAT8_E4M3FNUZ, DT_FLOAT8_E5M2FNUZ and DT_UINT4.
+//! rge numbers them 200, 201, 202 in both numberings (see docs/types.md).
 
 use std::fmt;
 use std::str::FromStr;
@@ -28,8 +31,8 @@ macro_rules! data_types {
         }
 
         impl DataType {
-            /// Every data type, in `ge::DataType` value order.
-            pub const ALL: [DataType; 42] = [$(DataType::$var),*];
+            /// Every data type, in `ge::DataType` value order (rge's own types last).
+            pub const ALL: [DataType; 45] = [$(DataType::$var),*];
 
             /// The `ge.proto.DataType` enum value (`TensorDescriptor.dtype`).
             pub const fn proto_value(self) -> i32 {
@@ -139,6 +142,12 @@ data_types! {
     Float4E2M1 = 40, proto 39, "DT_FLOAT4_E2M1", "DT_FLOAT4_E2M1", bits Some(4);
     Float4E1M2 = 41, proto 40, "DT_FLOAT4_E1M2", "DT_FLOAT4_E1M2", bits Some(4);
     HiFloat4 = 42, proto 41, "DT_HIFLOAT4", "DT_HIFLOAT4", bits Some(4);
+    // rge's own: ONNX types GE has no value for. Both numberings use 200.. (far from GE's
+    // 0..=43, which grows by appending) so that a future GE type cannot collide; GE reads
+    // them as unmapped (DT_UNDEFINED), and GE text prints the proto value as a number.
+    Float8E4M3Fnuz = 200, proto 200, "DT_FLOAT8_E4M3FNUZ", "DT_FLOAT8_E4M3FNUZ", bits Some(8);
+    Float8E5M2Fnuz = 201, proto 201, "DT_FLOAT8_E5M2FNUZ", "DT_FLOAT8_E5M2FNUZ", bits Some(8);
+    Uint4 = 202, proto 202, "DT_UINT4", "DT_UINT4", bits Some(4);
 }
 
 impl DataType {
@@ -184,6 +193,8 @@ impl DataType {
                 | HiFloat8
                 | Float8E5M2
                 | Float8E4M3Fn
+                | Float8E4M3Fnuz
+                | Float8E5M2Fnuz
                 | Float8E8M0
                 | Float6E3M2
                 | Float6E2M3
@@ -206,6 +217,7 @@ impl DataType {
                 | Uint32
                 | Uint64
                 | Int4
+                | Uint4
                 | Uint1
                 | Int2
                 | Uint2
@@ -284,12 +296,18 @@ mod tests {
         for (i, dt) in DataType::ALL.iter().enumerate() {
             let v = dt.ge_value();
             assert_eq!(DataType::from_ge_value(v as i64), Some(*dt));
-            // ALL is in value order and skips only the reserved 5.
-            let expect = if i < 5 { i } else { i + 1 };
+            // ALL is in value order: GE's skipping only the reserved 5, then rge's 200...
+            let expect = match i {
+                0..=4 => i,
+                5..=41 => i + 1,
+                _ => i - 42 + 200,
+            };
             assert_eq!(v as usize, expect, "{dt:?}");
         }
         assert_eq!(DataType::from_ge_value(5), None);
         assert_eq!(DataType::from_ge_value(43), None);
+        assert_eq!(DataType::from_ge_value(199), None);
+        assert_eq!(DataType::from_ge_value(203), None);
         assert_eq!(DataType::from_ge_value(-1), None);
     }
 
@@ -302,8 +320,9 @@ mod tests {
             assert_eq!(DataType::from_proto_value(p), Some(dt));
             assert_eq!(DataType::from_proto_name(dt.proto_name()), Some(dt));
         }
-        assert_eq!(seen, (0..=41).collect::<HashSet<_>>());
+        assert_eq!(seen, (0..=41).chain(200..=202).collect::<HashSet<_>>());
         assert_eq!(DataType::from_proto_value(42), None);
+        assert_eq!(DataType::from_proto_value(203), None);
     }
 
     #[test]
@@ -318,6 +337,11 @@ mod tests {
         assert_eq!(DataType::Double.proto_value(), 12);
         assert_eq!(DataType::Int4.proto_value(), 28);
         assert_eq!(DataType::HiFloat4.proto_value(), 41);
+        // rge's own values, the same in both numberings.
+        assert_eq!(DataType::Float8E4M3Fnuz.ge_value(), 200);
+        assert_eq!(DataType::Float8E5M2Fnuz.proto_value(), 201);
+        assert_eq!(DataType::Uint4.ge_value(), 202);
+        assert_eq!(DataType::Uint4.proto_value(), 202);
         assert_eq!(DataType::default(), DataType::Undefined);
     }
 
@@ -354,6 +378,14 @@ mod tests {
         assert_eq!(DataType::Float4E2M1.bits(), Some(4));
         assert_eq!(DataType::HiFloat8.bits(), Some(8));
         assert_eq!(DataType::Float8E4M3Fn.bits(), Some(8));
+        assert_eq!(DataType::Float8E4M3Fnuz.bits(), Some(8));
+        assert_eq!(DataType::Float8E5M2Fnuz.byte_size(), Some(1));
+        assert_eq!(DataType::Uint4.bits(), Some(4));
+        assert_eq!(DataType::Uint4.name(), "DT_UINT4");
+        assert_eq!(
+            DataType::from_name("DT_FLOAT8_E5M2FNUZ"),
+            Some(DataType::Float8E5M2Fnuz)
+        );
         assert_eq!(DataType::String.bits(), Some(128));
         assert_eq!(DataType::StringRef.bits(), Some(128));
         assert_eq!(DataType::Dual.bits(), Some(40));
@@ -368,9 +400,12 @@ mod tests {
         assert_eq!(
             sub,
             vec![
-                Int4, Uint1, Int2, Uint2, Float6E3M2, Float6E2M3, Float4E2M1, Float4E1M2, HiFloat4
+                Int4, Uint1, Int2, Uint2, Float6E3M2, Float6E2M3, Float4E2M1, Float4E1M2, HiFloat4,
+                Uint4
             ]
         );
+        assert!(Float8E4M3Fnuz.is_float() && Float8E5M2Fnuz.is_signed());
+        assert!(Uint4.is_integer() && !Uint4.is_signed() && !Uint4.is_float());
         assert!(Float16.is_float() && !Complex64.is_float() && !Int32.is_float());
         assert!(Int4.is_integer() && !Bool.is_integer() && !Qint8.is_integer());
         assert!(Int8.is_signed() && !Uint8.is_signed() && Float.is_signed() && !Quint8.is_signed());

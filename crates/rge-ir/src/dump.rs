@@ -1,7 +1,8 @@
 //! Dumps: a readable, stable text form (one line per node, diffable) and Graphviz DOT with
 //! subgraphs as clusters.
 //!
-//! Text line: `name = Type(src:0, _, ^ctrl_src) -> (float[2,3], int64[]) {attr=value}`.
+//! Text line: `name = Type(src:0, _, ^ctrl_src) -> (float[2,3], int64[]) {attr=value}`; the
+//! type reads `domain::Type@opset` when the op has a domain or an opset.
 //! `_` is an unlinked input, `^x` a control input from `x`; an output's format shows when not ND.
 //! A node with subgraphs is followed by them, indented.
 
@@ -11,6 +12,7 @@ use crate::attr::{AttrMap, AttrValue};
 use crate::format::Format;
 use crate::graph::{ComputeGraph, GraphId};
 use crate::node::{NodeId, CONTROL_INDEX};
+use crate::op_desc::OpDesc;
 use crate::tensor_desc::TensorDesc;
 
 fn desc_text(d: &TensorDesc) -> String {
@@ -26,6 +28,19 @@ fn dtype_short(d: &TensorDesc) -> String {
         .name()
         .trim_start_matches("DT_")
         .to_ascii_lowercase()
+}
+
+/// The op type with its domain and opset when set: `Relu`, `com.microsoft::Gelu@1`.
+fn op_type_text(op: &OpDesc) -> String {
+    let mut s = String::new();
+    if !op.domain().is_empty() {
+        let _ = write!(s, "{}::", op.domain());
+    }
+    s.push_str(op.op_type());
+    if let Some(v) = op.opset() {
+        let _ = write!(s, "@{v}");
+    }
+    s
 }
 
 fn list<T>(v: &[T], f: impl Fn(&T) -> String) -> String {
@@ -136,7 +151,7 @@ impl ComputeGraph {
         let mut line = format!(
             "{} = {}({}) -> ({}){}",
             node.name(),
-            node.op_type(),
+            op_type_text(&node.op),
             ins.join(", "),
             outs.join(", "),
             attrs_text(node.op.attrs())
@@ -213,7 +228,8 @@ impl ComputeGraph {
         let pad = "  ".repeat(depth);
         for n in self.nodes_of(g) {
             let node = &self.nodes[n];
-            let label = format!("{}\\n{}", node.name(), node.op_type()).replace('"', "\\\"");
+            let label =
+                format!("{}\\n{}", node.name(), op_type_text(&node.op)).replace('"', "\\\"");
             let _ = writeln!(out, "{pad}n{} [label=\"{label}\"];", ids[n]);
         }
     }

@@ -121,6 +121,10 @@ pub struct OpDesc {
     outputs: Ports,
     attrs: AttrMap,
     id: i64,
+    /// The op set domain; "" is the default ONNX domain ("ai.onnx" is stored as "").
+    domain: Box<str>,
+    /// The version of `domain`'s op set the model imports; `None` when not known.
+    opset: Option<i64>,
     ext: Option<Box<OpDescExt>>,
 }
 
@@ -131,12 +135,17 @@ impl PartialEq for OpDesc {
         self.name == other.name
             && self.op_type == other.op_type
             && self.id == other.id
+            && self.domain == other.domain
+            && self.opset == other.opset
             && self.inputs == other.inputs
             && self.outputs == other.outputs
             && self.attrs == other.attrs
             && ext_eq
     }
 }
+
+/// ONNX's explicit name of its default domain, which rge stores as "".
+const DEFAULT_DOMAIN_ALIAS: &str = "ai.onnx";
 
 const UNNAMED_INPUT: &str = "__input";
 const UNNAMED_OUTPUT: &str = "__output";
@@ -161,6 +170,26 @@ impl OpDesc {
     }
     pub fn set_op_type(&mut self, op_type: impl Into<String>) {
         self.op_type = op_type.into().into_boxed_str();
+    }
+    /// The op set domain; "" is the default ONNX domain.
+    pub fn domain(&self) -> &str {
+        &self.domain
+    }
+    /// Sets the op set domain; "ai.onnx" is the default domain and is stored as "".
+    pub fn set_domain(&mut self, domain: impl Into<String>) {
+        let d = domain.into();
+        self.domain = if d == DEFAULT_DOMAIN_ALIAS {
+            Box::default()
+        } else {
+            d.into_boxed_str()
+        };
+    }
+    /// The version of this op's domain's op set that the model imports, when known.
+    pub fn opset(&self) -> Option<i64> {
+        self.opset
+    }
+    pub fn set_opset(&mut self, opset: Option<i64>) {
+        self.opset = opset;
     }
     /// The topological position, renumbered by sorting.
     pub fn id(&self) -> i64 {
@@ -506,6 +535,23 @@ mod tests {
 
     fn desc(d: i64) -> TensorDesc {
         TensorDesc::new(Shape::new([d]), DataType::Float, Default::default())
+    }
+
+    #[test]
+    fn domain_and_opset_are_fields_in_equality() {
+        let mut op = OpDesc::new("g", "Gelu");
+        assert_eq!((op.domain(), op.opset()), ("", None));
+        op.set_domain("ai.onnx");
+        assert_eq!(op.domain(), "", "ai.onnx is the default domain");
+        let plain = op.clone();
+        op.set_domain("com.microsoft");
+        op.set_opset(Some(1));
+        assert_eq!((op.domain(), op.opset()), ("com.microsoft", Some(1)));
+        assert_ne!(op, plain);
+        assert_eq!(op.clone(), op);
+        let mut other = op.clone();
+        other.set_opset(Some(2));
+        assert_ne!(other, op);
     }
 
     #[test]

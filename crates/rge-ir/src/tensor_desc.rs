@@ -368,8 +368,8 @@ impl TensorDesc {
         }
         match self.dtype {
             Int8 | Uint8 | Bool | Qint8 | DualSubInt8 | DualSubUint8 | HiFloat8 | Float8E5M2
-            | Float8E4M3Fn | Float8E8M0 => 32,
-            Int4 | Float4E2M1 | Float4E1M2 | HiFloat4 => 64,
+            | Float8E4M3Fn | Float8E8M0 | Float8E4M3Fnuz | Float8E5M2Fnuz => 32,
+            Int4 | Uint4 | Float4E2M1 | Float4E1M2 | HiFloat4 => 64,
             _ => 16,
         }
     }

@@ -437,3 +437,23 @@ graph main {
     assert!(dot.contains("[style=dashed]"));
     assert!(dot.contains("[label=\"0:0\"]"));
 }
+
+#[test]
+fn dumps_show_domain_and_opset() {
+    let mut g = ComputeGraph::new("main");
+    let x = add(&mut g, "x", "Gelu", 0, 0);
+    let r = add(&mut g, "r", "Relu", 0, 0);
+    let op = g.op_mut(x).unwrap();
+    op.set_domain("com.microsoft");
+    op.set_opset(Some(1));
+    g.op_mut(r).unwrap().set_opset(Some(17));
+    let text = g.dump_text();
+    assert!(text.contains("x = com.microsoft::Gelu@1() -> ()"), "{text}");
+    assert!(text.contains("r = Relu@17() -> ()"), "{text}");
+    assert!(g.dump_dot().contains("x\\ncom.microsoft::Gelu@1"));
+    // The fields take part in structural equality.
+    let mut h = g.clone();
+    assert_eq!(g, h);
+    h.op_mut(x).unwrap().set_domain("");
+    assert_ne!(g, h);
+}

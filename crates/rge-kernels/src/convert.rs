@@ -5,7 +5,7 @@
 
 use rge_ir::{Format, Shape, TensorDesc};
 
-use crate::dtype::{DType, ONNX_DTYPE_ATTR};
+use crate::dtype::DType;
 use crate::error::{KernelError, KernelResult};
 use crate::tensor::{Tensor, TensorData};
 
@@ -34,14 +34,10 @@ pub fn tensor_from_ir(t: &rge_ir::Tensor) -> KernelResult<Tensor> {
     Tensor::from_bytes(dtype, &dims, &t.data)
 }
 
-/// An IR tensor (format ND) from a runtime tensor, tagging stand-in types.
+/// An IR tensor (format ND) from a runtime tensor.
 pub fn tensor_to_ir(t: &Tensor) -> rge_ir::Tensor {
     let dims: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
-    let mut desc = TensorDesc::new(Shape::from_slice(&dims), t.dtype().to_ir(), Format::ND);
-    if t.dtype().needs_tag() {
-        desc.attrs_mut()
-            .set(ONNX_DTYPE_ATTR, i64::from(t.dtype().onnx()));
-    }
+    let desc = TensorDesc::new(Shape::from_slice(&dims), t.dtype().to_ir(), Format::ND);
     let data = match t.data() {
         TensorData::Bytes(b) => b.as_slice().to_vec(),
         TensorData::Strings(s) => rge_ir::string_data::encode_strings(s),
@@ -62,7 +58,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_numbers_strings_and_tags() {
+    fn round_trips_numbers_strings_and_onnx_only_types() {
         let t = Tensor::from_vec(&[2], vec![1.5f32, -2.0]).unwrap();
         assert_eq!(tensor_from_ir(&tensor_to_ir(&t)).unwrap(), t);
         let s = Tensor::from_strings(&[2], vec!["a".into(), "bc".into()]).unwrap();
@@ -71,6 +67,12 @@ mod tests {
             .unwrap()
             .with_dtype(DType::Float8E5M2Fnuz)
             .unwrap();
-        assert_eq!(tensor_from_ir(&tensor_to_ir(&f8)).unwrap(), f8);
+        let ir = tensor_to_ir(&f8);
+        assert_eq!(ir.desc.dtype(), rge_ir::DataType::Float8E5M2Fnuz);
+        assert!(ir.desc.attrs().is_empty());
+        assert_eq!(tensor_from_ir(&ir).unwrap(), f8);
+        let u4 = Tensor::from_bytes(DType::Uint4, &[3], &[0x21, 0x0f]).unwrap();
+        assert_eq!(tensor_to_ir(&u4).desc.dtype(), rge_ir::DataType::Uint4);
+        assert_eq!(tensor_from_ir(&tensor_to_ir(&u4)).unwrap(), u4);
     }
 }

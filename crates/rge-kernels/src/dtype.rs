@@ -1,13 +1,10 @@
 //! Runtime element types. Kernels work in ONNX's type system (`TensorProto.DataType`
-//! numbering), which has a few types rge-ir stores as tagged stand-ins (FLOAT8E4M3FNUZ,
-//! FLOAT8E5M2FNUZ, UINT4); [`DType::from_desc`] resolves the tag.
+//! numbering); every ONNX type has an rge-ir `DataType` of its own, so [`DType::to_ir`] and
+//! [`DType::from_ir`] are lossless.
 
 use std::fmt;
 
 use rge_ir::{DataType, TensorDesc};
-
-/// The desc attribute the ONNX frontend writes for its stand-in types (see rge-formats).
-pub const ONNX_DTYPE_ATTR: &str = "_onnx_dtype";
 
 macro_rules! dtypes {
     ($($var:ident = $code:literal, $name:literal, bits $bits:literal, ir $ir:ident;)*) => {
@@ -44,7 +41,7 @@ macro_rules! dtypes {
                 }
             }
 
-            /// The rge-ir type (the stand-in where rge-ir has none).
+            /// The rge-ir type.
             pub const fn to_ir(self) -> DataType {
                 match self {
                     $(DType::$var => DataType::$ir,)*
@@ -72,10 +69,10 @@ dtypes! {
     Complex128 = 15, "COMPLEX128", bits 128, ir Complex128;
     Bfloat16 = 16, "BFLOAT16", bits 16, ir Bf16;
     Float8E4M3Fn = 17, "FLOAT8E4M3FN", bits 8, ir Float8E4M3Fn;
-    Float8E4M3Fnuz = 18, "FLOAT8E4M3FNUZ", bits 8, ir Uint8;
+    Float8E4M3Fnuz = 18, "FLOAT8E4M3FNUZ", bits 8, ir Float8E4M3Fnuz;
     Float8E5M2 = 19, "FLOAT8E5M2", bits 8, ir Float8E5M2;
-    Float8E5M2Fnuz = 20, "FLOAT8E5M2FNUZ", bits 8, ir Uint8;
-    Uint4 = 21, "UINT4", bits 4, ir Int4;
+    Float8E5M2Fnuz = 20, "FLOAT8E5M2FNUZ", bits 8, ir Float8E5M2Fnuz;
+    Uint4 = 21, "UINT4", bits 4, ir Uint4;
     Int4 = 22, "INT4", bits 4, ir Int4;
     Float4E2M1 = 23, "FLOAT4E2M1", bits 4, ir Float4E2M1;
     Float8E8M0 = 24, "FLOAT8E8M0", bits 8, ir Float8E8M0;
@@ -89,7 +86,8 @@ impl DType {
         self as i32
     }
 
-    /// The runtime type of an rge-ir type; `None` for GE-only types with no ONNX counterpart.
+    /// The runtime type of an rge-ir type; `None` for GE-only types with no ONNX counterpart
+    /// (the quantized DT_Q* types run as the plain integer of their width).
     pub fn from_ir(dt: DataType) -> Option<DType> {
         use DataType as D;
         Some(match dt {
@@ -110,8 +108,11 @@ impl DType {
             D::Complex128 => DType::Complex128,
             D::Bf16 => DType::Bfloat16,
             D::Float8E4M3Fn => DType::Float8E4M3Fn,
+            D::Float8E4M3Fnuz => DType::Float8E4M3Fnuz,
             D::Float8E5M2 => DType::Float8E5M2,
+            D::Float8E5M2Fnuz => DType::Float8E5M2Fnuz,
             D::Int4 => DType::Int4,
+            D::Uint4 => DType::Uint4,
             D::Float4E2M1 => DType::Float4E2M1,
             D::Float8E8M0 => DType::Float8E8M0,
             D::Uint2 => DType::Uint2,
@@ -125,22 +126,9 @@ impl DType {
         })
     }
 
-    /// The runtime type a tensor desc describes, honouring the frontend's `_onnx_dtype` tag.
+    /// The runtime type a tensor desc describes.
     pub fn from_desc(desc: &TensorDesc) -> Option<DType> {
-        if let Ok(Some(code)) = desc.attrs().get_int(ONNX_DTYPE_ATTR) {
-            if let Some(dt) = i32::try_from(code).ok().and_then(DType::from_onnx) {
-                return Some(dt);
-            }
-        }
         DType::from_ir(desc.dtype())
-    }
-
-    /// True when the ir type needs the `_onnx_dtype` tag to be told apart.
-    pub const fn needs_tag(self) -> bool {
-        matches!(
-            self,
-            DType::Float8E4M3Fnuz | DType::Float8E5M2Fnuz | DType::Uint4
-        )
     }
 
     /// Bytes needed for `n` elements (sub-byte types packed, rounded up; strings: 0).
@@ -217,12 +205,20 @@ mod tests {
     }
 
     #[test]
-    fn desc_tag_resolves_stand_ins() {
+    fn ir_types_are_lossless_for_every_onnx_type() {
+        for &dt in DType::ALL {
+            assert_eq!(DType::from_ir(dt.to_ir()), Some(dt), "{dt}");
+            if !dt.is_string() {
+                assert_eq!(dt.to_ir().bits(), Some(dt.bits()), "{dt}");
+            }
+        }
         let mut desc = TensorDesc::default();
         desc.set_dtype(DataType::Uint8);
         assert_eq!(DType::from_desc(&desc), Some(DType::Uint8));
-        desc.attrs_mut().set(ONNX_DTYPE_ATTR, 18i64);
+        desc.set_dtype(DataType::Float8E4M3Fnuz);
         assert_eq!(DType::from_desc(&desc), Some(DType::Float8E4M3Fnuz));
+        desc.set_dtype(DataType::Uint4);
+        assert_eq!(DType::from_desc(&desc), Some(DType::Uint4));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod buffer;
 pub mod convert;
+pub mod def;
 mod dispatch;
 pub mod dtype;
 pub mod elem;
@@ -18,7 +19,10 @@ pub mod value;
 
 pub use buffer::Buffer;
 pub use convert::{tensor_from_ir, tensor_to_ir};
-pub use dtype::{DType, ONNX_DTYPE_ATTR};
+pub use def::{
+    port_types, DefCheck, DefFactory, KernelDef, KernelSet, MemSpace, PortDef, TypeSet, HOST_SPACE,
+};
+pub use dtype::DType;
 pub use elem::{as_bytes, Elem};
 pub use error::{KernelError, KernelResult};
 pub use half::{bf16, f16};

@@ -226,8 +226,8 @@ impl Tensor {
         Ok(self)
     }
 
-    /// Relabels the element type of byte data with one of the same bit width (for the
-    /// stand-in types, e.g. bytes read as UINT8 that are FLOAT8E4M3FNUZ).
+    /// Relabels the element type of byte data with one of the same bit width (e.g. bytes
+    /// read as UINT8 that are FLOAT8E4M3FNUZ).
     pub fn with_dtype(mut self, dtype: DType) -> KernelResult<Self> {
         if dtype.bits() != self.dtype.bits() || dtype.is_string() || self.dtype.is_string() {
             return Err(KernelError::invalid(format!(

@@ -149,6 +149,16 @@ pub fn dtype_from_name(s: &str) -> Option<rge_ir::DataType> {
         "string" => String,
         "complex64" => Complex64,
         "complex128" => Complex128,
+        "float8e4m3fn" => Float8E4M3Fn,
+        "float8e4m3fnuz" => Float8E4M3Fnuz,
+        "float8e5m2" => Float8E5M2,
+        "float8e5m2fnuz" => Float8E5M2Fnuz,
+        "float8e8m0" => Float8E8M0,
+        "float4e2m1" => Float4E2M1,
+        "int4" => Int4,
+        "uint4" => Uint4,
+        "int2" => Int2,
+        "uint2" => Uint2,
         _ => return None,
     })
 }

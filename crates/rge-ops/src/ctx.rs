@@ -306,7 +306,9 @@ impl<'a> InferCtx<'a> {
             Some(AttrValue::DataType(d)) => Ok(Some(*d)),
             // 0 is ONNX's UNDEFINED: "not set" (e.g. QuantizeLinear's output_dtype).
             Some(AttrValue::Int(0)) => Ok(None),
-            Some(AttrValue::Int(code)) => crate::onnx_types::from_onnx_or_standin(*code as i32)
+            Some(AttrValue::Int(code)) => i32::try_from(*code)
+                .ok()
+                .and_then(crate::onnx_types::from_onnx)
                 .map(Some)
                 .ok_or_else(|| {
                     OpError(format!(

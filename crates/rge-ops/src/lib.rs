@@ -36,9 +36,6 @@ pub use proto::{
 pub use registry::{OpRegistry, OpRegistryBuilder};
 pub use value::{Value, ValueData};
 
-/// The op attribute that names a node's op domain (absent or "" = the default ONNX domain);
-/// the ONNX frontend's name for it.
-pub const DOMAIN_ATTR: &str = "_onnx_domain";
 /// Root graph attributes `<prefix><domain>` = the opset version the graph imports for that
 /// domain (the ONNX frontend's convention); read when [`InferOptions::opsets`] is empty.
 pub const OPSET_ATTR_PREFIX: &str = "_onnx_opset_";

@@ -2,8 +2,7 @@
 
 use rge_ir::DataType;
 
-/// The rge data type of ONNX element type `code`; `None` for UNDEFINED and for ONNX types rge
-/// has no counterpart for (FLOAT8E4M3FNUZ, FLOAT8E5M2FNUZ, UINT4).
+/// The rge data type of ONNX element type `code`; `None` for UNDEFINED and unknown codes.
 pub fn from_onnx(code: i32) -> Option<DataType> {
     use DataType::*;
     Some(match code {
@@ -24,7 +23,10 @@ pub fn from_onnx(code: i32) -> Option<DataType> {
         15 => Complex128,
         16 => Bf16,
         17 => Float8E4M3Fn,
+        18 => Float8E4M3Fnuz,
         19 => Float8E5M2,
+        20 => Float8E5M2Fnuz,
+        21 => Uint4,
         22 => Int4,
         23 => Float4E2M1,
         24 => Float8E8M0,
@@ -34,16 +36,6 @@ pub fn from_onnx(code: i32) -> Option<DataType> {
         28 => Float6E3M2,
         _ => return None,
     })
-}
-
-/// Like [`from_onnx`], but with the ONNX frontend's stand-ins for the types rge has none for:
-/// FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ as UINT8, UINT4 as INT4 (same element size).
-pub fn from_onnx_or_standin(code: i32) -> Option<DataType> {
-    match code {
-        18 | 20 => Some(DataType::Uint8),
-        21 => Some(DataType::Int4),
-        c => from_onnx(c),
-    }
 }
 
 /// The ONNX element type code of `dt`, `None` where ONNX has none.
@@ -186,14 +178,16 @@ mod tests {
 
     #[test]
     fn round_trip() {
+        // Every ONNX type has an rge type of its own, and back.
         for c in 1..=28 {
-            if let Some(dt) = from_onnx(c) {
-                assert_eq!(to_onnx(dt), Some(c));
-            }
+            let dt = from_onnx(c).unwrap_or_else(|| panic!("ONNX type {c}"));
+            assert_eq!(to_onnx(dt), Some(c));
         }
-        assert_eq!(from_onnx(18), None);
+        assert_eq!(from_onnx(18), Some(DataType::Float8E4M3Fnuz));
+        assert_eq!(from_onnx(20), Some(DataType::Float8E5M2Fnuz));
+        assert_eq!(from_onnx(21), Some(DataType::Uint4));
         assert_eq!(from_onnx(0), None);
-        assert_eq!(from_onnx_or_standin(18), Some(DataType::Uint8));
+        assert_eq!(from_onnx(29), None);
     }
 
     #[test]

@@ -389,16 +389,7 @@ impl<'r> Pass<'r> {
             }
             return Ok(());
         }
-        let domain = if op.attrs().is_empty() {
-            ""
-        } else {
-            op.attrs()
-                .get_str(crate::DOMAIN_ATTR)
-                .ok()
-                .flatten()
-                .unwrap_or("")
-        };
-        let domain = crate::registry::normalize_domain(domain);
+        let domain = crate::registry::normalize_domain(op.domain());
         let opset = self.opset(domain);
         let Some(proto) = self.proto(domain, op_type, opset) else {
             if self.opts.unknown_ops == UnknownOps::Skip {

@@ -486,7 +486,14 @@ pub mod types {
     use rge_ir::DataType::{self, *};
 
     pub const FLOATS: &[DataType] = &[Float16, Float, Double, Bf16];
-    pub const FLOAT8: &[DataType] = &[Float8E4M3Fn, Float8E5M2, Float8E8M0, Float4E2M1];
+    pub const FLOAT8: &[DataType] = &[
+        Float8E4M3Fn,
+        Float8E4M3Fnuz,
+        Float8E5M2,
+        Float8E5M2Fnuz,
+        Float8E8M0,
+        Float4E2M1,
+    ];
     pub const SIGNED_INTS: &[DataType] = &[Int8, Int16, Int32, Int64];
     pub const UNSIGNED_INTS: &[DataType] = &[Uint8, Uint16, Uint32, Uint64];
     pub const INTS: &[DataType] = &[Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64];
@@ -520,10 +527,13 @@ pub mod types {
         Complex64,
         Complex128,
         Float8E4M3Fn,
+        Float8E4M3Fnuz,
         Float8E5M2,
+        Float8E5M2Fnuz,
         Float8E8M0,
         Float4E2M1,
         Int4,
+        Uint4,
         Uint1,
         Int2,
         Uint2,
@@ -538,10 +548,13 @@ pub mod types {
         Uint16,
         Int32,
         Int4,
+        Uint4,
         Int2,
         Uint2,
         Float8E4M3Fn,
+        Float8E4M3Fnuz,
         Float8E5M2,
+        Float8E5M2Fnuz,
         Float4E2M1,
         Float8E8M0,
         Float6E2M3,

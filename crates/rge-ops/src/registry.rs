@@ -226,7 +226,7 @@ impl OpRegistry {
     /// Creates an OpDesc from the prototype (the seed's CreateOperator): one input desc per
     /// declared input (a dynamic input `x` expands to `x0…x{n-1}` with `n` from `dynamic`,
     /// default 0), likewise the outputs, the IR metadata copied in, and the attribute
-    /// defaults set.
+    /// defaults set, the domain and opset recorded on the op.
     pub fn create_op_desc(
         &self,
         name: &str,
@@ -260,9 +260,9 @@ impl OpRegistry {
                 op.attrs_mut().set(a.name.clone(), d.clone());
             }
         }
-        if !proto.domain.is_empty() {
-            op.attrs_mut().set(crate::DOMAIN_ATTR, proto.domain.clone());
-        }
+        op.set_domain(proto.domain.as_str());
+        // i64::MAX asks for the newest version: no opset the op could record.
+        op.set_opset((opset != i64::MAX).then_some(opset));
         Ok(op)
     }
 
@@ -414,6 +414,7 @@ mod tests {
             vec![("inputs".to_string(), IrInputKind::Dynamic)]
         );
         assert_eq!(meta.attr_names, vec!["axis".to_string()]);
+        assert_eq!((op.domain(), op.opset()), ("", Some(13)));
 
         let mut op = OpDesc::new("clip", "Clip").with_ports(2, 1);
         op.input_mut(1).unwrap().set_shape(rge_ir::Shape::new([7]));

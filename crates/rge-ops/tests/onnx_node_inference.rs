@@ -18,9 +18,7 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use rge_formats::onnx_proto::TensorProto;
 use rge_ir::{op_types, ComputeGraph, DataType};
-use rge_ops::{
-    graph_outputs, infer_graph, InferOptions, OpRegistry, Value, ValueKind, DOMAIN_ATTR,
-};
+use rge_ops::{graph_outputs, infer_graph, InferOptions, OpRegistry, Value, ValueKind};
 
 /// ONNX `SequenceProto` (onnx-data.proto; not in the onnx-ml schema rge-formats builds).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -53,14 +51,9 @@ fn tests_dir() -> PathBuf {
     }
 }
 
-/// The rge type an ONNX element type is read as (the frontend's stand-ins for the types rge
-/// has none for: FLOAT8E4M3FNUZ/FLOAT8E5M2FNUZ → UINT8, UINT4 → INT4).
+/// The rge type an ONNX element type is read as (every ONNX type has its own).
 fn expected_dtype(code: i32) -> Option<DataType> {
-    match code {
-        18 | 20 => Some(DataType::Uint8),
-        21 => Some(DataType::Int4),
-        c => rge_ops::onnx_types::from_onnx(c),
-    }
+    rge_ops::onnx_types::from_onnx(code)
 }
 
 /// The value of a small numeric input tensor.
@@ -135,9 +128,8 @@ fn ops_of(g: &ComputeGraph) -> BTreeSet<(String, String)> {
             if op_types::is_data(t) || t == op_types::CONST || t == op_types::NET_OUTPUT {
                 continue;
             }
-            let d = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");
             out.insert((
-                rge_ops::registry::normalize_domain(d).to_string(),
+                rge_ops::registry::normalize_domain(op.domain()).to_string(),
                 t.to_string(),
             ));
         }

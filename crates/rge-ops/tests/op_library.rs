@@ -63,7 +63,7 @@ fn my_scale_graph(dims: &[i64], dt: DataType) -> ComputeGraph {
         )
         .unwrap();
     let mut op = OpDesc::new("scale", "MyScale").with_ports(1, 1);
-    op.attrs_mut().set("_onnx_domain", "com.example");
+    op.set_domain("com.example");
     op.attrs_mut().set("scale", AttrValue::Float(2.0));
     let s = g.add_root_node(op).unwrap();
     g.add_edge(x, 0, s, 0).unwrap();
@@ -120,7 +120,7 @@ fn example_library_registers_and_infers() {
         .add_root_node(OpDesc::new("x", "Data").with_output("", d))
         .unwrap();
     let mut op = OpDesc::new("pair", "MyConcatPair").with_ports(2, 1);
-    op.attrs_mut().set("_onnx_domain", "com.example");
+    op.set_domain("com.example");
     let p = g.add_root_node(op).unwrap();
     g.add_edge(x, 0, p, 0).unwrap();
     g.add_edge(x, 0, p, 1).unwrap();

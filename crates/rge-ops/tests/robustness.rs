@@ -5,7 +5,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rge_ir::{AttrValue, ComputeGraph, DataType, OpDesc, Shape, Tensor, TensorDesc};
-use rge_ops::{infer_graph, AttrType, InferOptions, OpRegistry, Value, DOMAIN_ATTR};
+use rge_ops::{infer_graph, AttrType, InferOptions, OpRegistry, Value};
 
 struct Rng(u64);
 impl Rng {
@@ -122,9 +122,7 @@ fn random_nodes_never_panic() {
                 }
                 let n_out = proto.outputs.len().max(1) + rng.below(2) as usize;
                 let mut op = OpDesc::new("n", op_type).with_ports(n_in, n_out);
-                if !domain.is_empty() {
-                    op.attrs_mut().set(DOMAIN_ATTR, domain);
-                }
+                op.set_domain(domain);
                 for a in &proto.attrs {
                     if rng.below(3) != 0 {
                         op.attrs_mut().set(a.name.clone(), attr(&mut rng, a.ty));

@@ -32,6 +32,7 @@ pub(crate) fn finish(
         outputs,
         views,
         env,
+        spaces,
         ..
     } = cx;
     let ns = slots.len();
@@ -96,6 +97,7 @@ pub(crate) fn finish(
             || buf_last[b] != si as u32
             || slots[src].bytes != slots[out].bytes
             || slots[src].dtype != slots[out].dtype
+            || slots[r].space != slots[out].space
         {
             continue;
         }
@@ -111,37 +113,41 @@ pub(crate) fn finish(
             members.entry(buf_of[r]).or_default().push(r as u32);
         }
     }
-    let mut bufs: Vec<u32> = members.keys().copied().collect();
-    bufs.sort_unstable();
-    let reqs: Vec<BufferReq> = bufs
+    let mut all_bufs: Vec<u32> = members.keys().copied().collect();
+    all_bufs.sort_unstable();
+    let req_of = |b: &u32| -> BufferReq {
+        let m = &members[b];
+        let mut writers: Vec<u32> = m
+            .iter()
+            .filter_map(|&s| slots[s as usize].producer)
+            .collect();
+        writers.sort_unstable();
+        writers.dedup();
+        let mut rd: Vec<u32> = m
+            .iter()
+            .flat_map(|&s| readers[s as usize].iter().copied())
+            .collect();
+        rd.sort_unstable();
+        rd.dedup();
+        BufferReq {
+            size: m
+                .iter()
+                .map(|&s| buf_rel[s as usize] + slots[s as usize].bytes)
+                .max()
+                .unwrap_or(0),
+            def: writers.first().copied().unwrap_or(0),
+            last: buf_last[*b as usize],
+            writers,
+            readers: rd,
+        }
+    };
+    // Each memory space has its own arena plan; the host's is the program's main plan.
+    let bufs: Vec<u32> = all_bufs
         .iter()
-        .map(|b| {
-            let m = &members[b];
-            let mut writers: Vec<u32> = m
-                .iter()
-                .filter_map(|&s| slots[s as usize].producer)
-                .collect();
-            writers.sort_unstable();
-            writers.dedup();
-            let mut rd: Vec<u32> = m
-                .iter()
-                .flat_map(|&s| readers[s as usize].iter().copied())
-                .collect();
-            rd.sort_unstable();
-            rd.dedup();
-            BufferReq {
-                size: m
-                    .iter()
-                    .map(|&s| buf_rel[s as usize] + slots[s as usize].bytes)
-                    .max()
-                    .unwrap_or(0),
-                def: writers.first().copied().unwrap_or(0),
-                last: buf_last[*b as usize],
-                writers,
-                readers: rd,
-            }
-        })
+        .copied()
+        .filter(|&b| slots[b as usize].space == 0)
         .collect();
+    let reqs: Vec<BufferReq> = bufs.iter().map(req_of).collect();
     // In-place writers wait for the other readers of the buffer they write over. Readers before
     // the buffer's previous in-place writer already precede that writer, which precedes this
     // one (this one reads what it or a later step made): one window of readers per writer.
@@ -174,6 +180,32 @@ pub(crate) fn finish(
     for (k, b) in bufs.iter().enumerate() {
         buf_offset.insert(*b, offsets[k]);
     }
+    let mut space_plans = Vec::with_capacity(spaces.len());
+    for (k, space) in spaces.iter().enumerate() {
+        let idx = k as u8 + 1;
+        let sbufs: Vec<u32> = all_bufs
+            .iter()
+            .copied()
+            .filter(|&b| slots[b as usize].space == idx)
+            .collect();
+        let sreqs: Vec<BufferReq> = sbufs.iter().map(req_of).collect();
+        let (soffsets, sarena) = plan::place(&sreqs);
+        deps.extend(plan::memory_deps(&sreqs, &soffsets));
+        for (j, b) in sbufs.iter().enumerate() {
+            buf_offset.insert(*b, soffsets[j]);
+        }
+        let allocator = env.engines.allocator(space).ok_or_else(|| {
+            RuntimeError::Other(format!(
+                "memory space `{space}` has no allocator in the engine set"
+            ))
+        })?;
+        space_plans.push(crate::memory::SpacePlan {
+            space: space.clone(),
+            allocator,
+            arena_bytes: sarena,
+            lower_bound: plan::lower_bound(&sreqs, nsteps),
+        });
+    }
     // Storage of every slot.
     let mut dynamic_readers = Vec::new();
     let mut is_output = vec![false; ns];
@@ -190,7 +222,9 @@ pub(crate) fn finish(
         let r = root_of[i] as usize;
         if planned[r] {
             let off = buf_offset[&buf_of[r]] + buf_rel[r] + rel[i];
-            slots[i].storage = Storage::Arena { offset: off };
+            let space = slots[buf_of[r] as usize].space;
+            slots[i].space = space;
+            slots[i].storage = Storage::Arena { space, offset: off };
         } else if matches!(slots[i].storage, Storage::Dynamic(_)) && r == i {
             let d = dynamic_readers.len() as u32;
             dynamic_readers.push(read_count[i] + u32::from(is_output[i]));
@@ -247,6 +281,7 @@ pub(crate) fn finish(
         pred_count,
         critical,
         plan: mem,
+        spaces: space_plans,
         arenas: Mutex::new(Vec::new()),
         allocator: Default::default(),
     })

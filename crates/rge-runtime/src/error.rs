@@ -28,6 +28,13 @@ pub enum RuntimeError {
     /// An option is out of range, or the model breaks an option's limit.
     #[error("option `{option}`: {msg}")]
     Option { option: String, msg: String },
+    /// An engine's kernel definition contradicts its op's prototype.
+    #[error("engine `{engine}`, kernel `{kernel}`: {msg}")]
+    KernelDef {
+        engine: String,
+        kernel: String,
+        msg: String,
+    },
     /// No graph with this id in the session.
     #[error("graph {0} is not in the session")]
     UnknownGraph(u32),

@@ -8,17 +8,19 @@
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use rge_engine::{EngineError, EngineResult, GraphOptimizer, GraphRewriter};
 use rge_ir::{
-    op_types, AttrValue, ComputeGraph, GraphId, NodeId, OpDesc, Tensor as IrTensor, TensorDesc,
+    op_types, AttrValue, ComputeGraph, GraphId, GraphPatch, NodeId, OpDesc, Outlet,
+    Tensor as IrTensor, TensorDesc,
 };
 use rge_kernels::{
     run_owned, tensor_from_ir, tensor_to_ir, DType, KernelInit, KernelRegistry, Tensor, TensorData,
-    Value, ONNX_DTYPE_ATTR,
+    Value,
 };
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::kernels::builtin_kernels;
-use crate::lower::{graph_opsets, DOMAIN_ATTR};
+use crate::lower::graph_opsets;
 
 /// The default limit on one folded output tensor: 1 MiB.
 pub const DEFAULT_FOLD_MAX_BYTES: usize = 1 << 20;
@@ -108,9 +110,31 @@ pub fn fold_constants(
     kernels: &KernelRegistry,
     options: &FoldOptions,
 ) -> RuntimeResult<FoldReport> {
+    let (plans, mut report) = plan_all(graph, kernels, options);
+    if plans.is_empty() {
+        return Ok(report);
+    }
+    let mut work = graph.clone();
+    for p in &plans {
+        let (patch, edits) = plan_patch(&work, p)
+            .map_err(|e| RuntimeError::Compile(format!("constant folding: {e}")))?;
+        work.apply_patch(patch)
+            .map_err(|e| RuntimeError::Compile(format!("constant folding: {e}")))?;
+        report.add(&edits);
+    }
+    *graph = work;
+    Ok(report)
+}
+
+/// What folding would do in the root graph and every subgraph, computed without an edit.
+fn plan_all(
+    graph: &ComputeGraph,
+    kernels: &KernelRegistry,
+    options: &FoldOptions,
+) -> (Vec<GraphPlan>, FoldReport) {
     let mut report = FoldReport::default();
     if !options.enabled {
-        return Ok(report);
+        return (Vec::new(), report);
     }
     let builtin = builtin_kernels();
     let planner = Planner {
@@ -130,20 +154,7 @@ pub fn fold_constants(
             }
         }
     }
-    if plans.is_empty() {
-        return Ok(report);
-    }
-    let mut work = graph.clone();
-    let mut edits = FoldReport::default();
-    for p in &plans {
-        apply(&mut work, p, &mut edits)
-            .map_err(|e| RuntimeError::Compile(format!("constant folding: {e}")))?;
-    }
-    *graph = work;
-    report.folded_nodes += edits.folded_nodes;
-    report.consts_added += edits.consts_added;
-    report.consts_removed += edits.consts_removed;
-    Ok(report)
+    (plans, report)
 }
 
 struct Planner<'a> {
@@ -200,13 +211,16 @@ fn desc_bytes(d: &TensorDesc) -> Option<usize> {
 }
 
 impl Planner<'_> {
-    fn opset(&self, domain: &str) -> i64 {
+    /// The op's opset: its own record, else the graph's import for its domain.
+    fn opset(&self, op: &OpDesc, domain: &str) -> i64 {
         let norm = |d: &str| if d == "ai.onnx" { "" } else { d }.to_string();
         let want = norm(domain);
-        self.opsets
-            .iter()
-            .find(|(d, _)| norm(d) == want)
-            .map_or(i64::MAX, |o| o.1)
+        op.opset().unwrap_or_else(|| {
+            self.opsets
+                .iter()
+                .find(|(d, _)| norm(d) == want)
+                .map_or(i64::MAX, |o| o.1)
+        })
     }
 
     /// The registry with a kernel for the op: the session's, else the runtime's view ops.
@@ -256,7 +270,7 @@ impl Planner<'_> {
 
     /// True when a Dropout with these (constant) inputs runs in training mode.
     fn dropout_training(&self, op: &OpDesc, domain: &str, training_mode: Option<&Value>) -> bool {
-        if self.opset(domain) < 7 {
+        if self.opset(op, domain) < 7 {
             return op.attrs().get_int("is_test").ok().flatten().unwrap_or(0) == 0;
         }
         match training_mode {
@@ -344,7 +358,7 @@ impl Planner<'_> {
                 report.skipped_too_large += 1;
                 continue;
             }
-            let domain = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");
+            let domain = op.domain();
             if self.registry_for(domain, op.op_type()).is_none() {
                 continue;
             }
@@ -458,7 +472,7 @@ impl Planner<'_> {
             node_name: op.name(),
             op_type: t,
             domain,
-            opset: self.opset(domain),
+            opset: self.opset(op, domain),
             attrs: op.attrs(),
             input_types: &input_types,
             output_types: &output_types,
@@ -492,14 +506,6 @@ fn const_op(graph: &ComputeGraph, folded: NodeId, i: usize, name: &str, t: &Tens
         desc.set_origin_format(value.desc.format());
     }
     desc.attrs_mut().remove(rge_ops::VALUE_KIND_ATTR);
-    match value.desc.attrs().get(ONNX_DTYPE_ATTR) {
-        Some(tag) => {
-            desc.attrs_mut().set(ONNX_DTYPE_ATTR, tag.clone());
-        }
-        None => {
-            desc.attrs_mut().remove(ONNX_DTYPE_ATTR);
-        }
-    }
     let mut op = OpDesc::new(name, op_types::CONST);
     // A new op cannot already have an output, so adding one cannot fail.
     let _ = op.add_output("", desc);
@@ -519,67 +525,103 @@ fn unique_name(graph: &ComputeGraph, g: GraphId, base: String, taken: &HashSet<S
         .unwrap_or(base)
 }
 
-/// Applies one graph's plan to `work`.
-fn apply(work: &mut ComputeGraph, plan: &GraphPlan, edits: &mut FoldReport) -> rge_ir::Result<()> {
+/// The patch that carries out one graph's plan: the folded nodes and the constants only they
+/// read go; a `Const` takes the place of every folded output something else still reads.
+fn plan_patch(graph: &ComputeGraph, plan: &GraphPlan) -> Result<(GraphPatch, FoldReport), String> {
     let g = plan.graph;
     let folded: HashSet<NodeId> = plan.folded.iter().map(|f| f.node).collect();
+    let outputs = graph.output_nodes(g);
     let mut taken: HashSet<String> = HashSet::new();
-    let mut outputs: Vec<(NodeId, u32)> = work.output_nodes(g).to_vec();
-    let mut outputs_changed = false;
+    let mut patch = GraphPatch::in_graph(g);
+    let mut edits = FoldReport::default();
     for f in &plan.folded {
+        patch.remove(f.node);
+        edits.folded_nodes += 1;
         for (i, t) in f.outputs.iter().enumerate() {
-            let consumers: Vec<rge_ir::InAnchor> = work
-                .node(f.node)
-                .map(|n| {
-                    n.peers_of_output(i)
-                        .iter()
-                        .copied()
-                        .filter(|p| !folded.contains(&p.node))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let read_outside = graph.node(f.node).is_some_and(|n| {
+                n.peers_of_output(i)
+                    .iter()
+                    .any(|p| !folded.contains(&p.node))
+            });
             let listed = outputs.contains(&(f.node, i as u32));
-            if consumers.is_empty() && !listed {
+            if !read_outside && !listed {
                 continue;
             }
             let Some(t) = t else {
-                return Err(rge_ir::IrError::Other(format!(
+                return Err(format!(
                     "output {i} of `{}` is used but was not computed",
-                    work.name_of(f.node)
-                )));
+                    graph.name_of(f.node)
+                ));
             };
-            let base = format!("{}_folded_{i}", work.name_of(f.node));
-            let name = unique_name(work, g, base, &taken);
+            let base = format!("{}_folded_{i}", graph.name_of(f.node));
+            let name = unique_name(graph, g, base, &taken);
             taken.insert(name.clone());
-            let c = work.add_node_before(f.node, const_op(work, f.node, i, &name, t))?;
+            let mut op = const_op(graph, f.node, i, &name, t);
+            op.attrs_mut().set(FOLDED_ATTR, true);
+            let k = patch.add_node(op);
+            patch.shunt(f.node, i, Outlet::new_node(k, 0));
             edits.consts_added += 1;
-            for dst in consumers {
-                work.replace_source(f.node.out(i), dst, c.out(0))?;
-            }
-            for o in outputs.iter_mut().filter(|o| **o == (f.node, i as u32)) {
-                *o = (c, 0);
-                outputs_changed = true;
-            }
         }
     }
-    if outputs_changed {
-        work.set_output_nodes(g, outputs)?;
-    }
-    for f in &plan.folded {
-        work.remove_node_unlinked(f.node)?;
-        edits.folded_nodes += 1;
-    }
     for &c in &plan.const_inputs {
-        let Some(node) = work.node(c) else {
-            continue;
-        };
-        let unused = node.in_link_count() == 0 && node.out_link_count() == 0;
-        let listed =
-            work.input_nodes(g).contains(&c) || work.output_nodes(g).iter().any(|o| o.0 == c);
-        if unused && !listed {
-            work.remove_node_unlinked(c)?;
+        let Some(node) = graph.node(c) else { continue };
+        let only_folded = (0..node.out_data_count()).all(|o| {
+            node.peers_of_output(o)
+                .iter()
+                .all(|p| folded.contains(&p.node))
+        });
+        let listed = graph.input_nodes(g).contains(&c) || outputs.iter().any(|o| o.0 == c);
+        if only_folded && !listed && node.out_ctrl_peers().is_empty() {
+            patch.remove(c);
             edits.consts_removed += 1;
         }
     }
-    Ok(())
+    // Folded nodes and the constants removed have no control edges (the planner skips them).
+    patch.drop_control();
+    Ok((patch, edits))
+}
+
+/// The attribute marking the constants folding made (so inference knows to run again).
+pub const FOLDED_ATTR: &str = "_rge_folded";
+
+/// Folds constants through `rewriter` (the host engine's original-graph optimization): the
+/// same computation as [`fold_constants`], carried out by checked patches.
+pub fn fold_with(
+    rewriter: &mut GraphRewriter<'_>,
+    kernels: &KernelRegistry,
+    options: &FoldOptions,
+) -> RuntimeResult<FoldReport> {
+    let (plans, mut report) = plan_all(rewriter.graph(), kernels, options);
+    for p in &plans {
+        let (patch, edits) = plan_patch(rewriter.graph(), p)
+            .map_err(|e| RuntimeError::Compile(format!("constant folding: {e}")))?;
+        rewriter
+            .apply(patch)
+            .map_err(|e| RuntimeError::Compile(format!("constant folding: {e}")))?;
+        report.add(&edits);
+    }
+    Ok(report)
+}
+
+impl FoldReport {
+    fn add(&mut self, edits: &FoldReport) {
+        self.folded_nodes += edits.folded_nodes;
+        self.consts_added += edits.consts_added;
+        self.consts_removed += edits.consts_removed;
+    }
+}
+
+/// The host engine's graph optimizer: constant folding before placement (engines.md §4.5.9:
+/// the host CPU engine folds constants at compile time).
+pub struct HostFold {
+    pub kernels: KernelRegistry,
+    pub options: FoldOptions,
+}
+
+impl GraphOptimizer for HostFold {
+    fn optimize_original_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        fold_with(graph, &self.kernels, &self.options)
+            .map(|_| ())
+            .map_err(|e| EngineError::engine(graph.engine(), e.to_string()))
+    }
 }

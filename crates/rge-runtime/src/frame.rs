@@ -42,6 +42,10 @@ pub(crate) struct Frame<'a> {
     prog: &'a Program,
     arena: Arena,
     base: *mut u8,
+    /// The arenas of the other memory spaces (`Program::spaces`), from their allocators, and
+    /// their bases.
+    space_arenas: Vec<Vec<u128>>,
+    space_bases: Vec<*mut u8>,
     inputs: &'a [Option<ValueRef<'a>>],
     dynamic: Box<[DynCell]>,
     pub(crate) opts: &'a RunOptions<'a>,
@@ -72,6 +76,15 @@ impl<'a> Frame<'a> {
             .filter(|a| a.words.len() * 16 >= want)
             .unwrap_or_else(|| Arena::with_bytes(want));
         let base = arena.words.as_mut_ptr().cast::<u8>();
+        let mut space_arenas: Vec<Vec<u128>> = prog
+            .spaces
+            .iter()
+            .map(|p| p.allocator.alloc_arena(p.arena_bytes))
+            .collect();
+        let space_bases = space_arenas
+            .iter_mut()
+            .map(|a| a.as_mut_ptr().cast::<u8>())
+            .collect();
         let dynamic = prog
             .dynamic_readers
             .iter()
@@ -84,6 +97,8 @@ impl<'a> Frame<'a> {
             prog,
             arena,
             base,
+            space_arenas,
+            space_bases,
             inputs,
             dynamic,
             opts,
@@ -94,6 +109,16 @@ impl<'a> Frame<'a> {
         self.prog
     }
 
+    /// The base of memory space `space`'s arena (0: the host's).
+    #[inline]
+    fn base_of(&self, space: u8) -> *mut u8 {
+        if space == 0 {
+            self.base
+        } else {
+            self.space_bases[space as usize - 1]
+        }
+    }
+
     /// The value of `slot`, `None` when absent.
     ///
     /// Callers must only read slots whose producer has finished (the schedule guarantees it).
@@ -101,12 +126,13 @@ impl<'a> Frame<'a> {
     pub(crate) fn value(&self, slot: u32) -> Option<ValueRef<'_>> {
         let s = &self.prog.slots[slot as usize];
         match s.storage {
-            Storage::Arena { offset } => {
+            Storage::Arena { space, offset } => {
                 let shape = s.shape.as_deref()?;
                 let dtype = s.dtype?;
-                // SAFETY: `offset..offset + bytes` lies in the arena (the planner sized it);
-                // its producer finished and no step alive now writes these bytes.
-                let bytes = unsafe { std::slice::from_raw_parts(self.base.add(offset), s.bytes) };
+                // SAFETY: `offset..offset + bytes` lies in the space's arena (the planner sized
+                // it); its producer finished and no step alive now writes these bytes.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(self.base_of(space).add(offset), s.bytes) };
                 Some(ValueRef::Tensor(TensorRef::new_trusted(
                     dtype, shape, bytes,
                 )))
@@ -264,6 +290,9 @@ impl Drop for Frame<'_> {
                 pool.push(std::mem::take(&mut self.arena));
             }
         }
+        for (p, a) in self.prog.spaces.iter().zip(self.space_arenas.drain(..)) {
+            p.allocator.free_arena(a);
+        }
     }
 }
 
@@ -344,7 +373,7 @@ unsafe impl OutputSink for StepSink<'_, '_> {
         self.claim(index)?;
         let slot = &self.frame.prog.slots[self.step.outputs[index] as usize];
         match slot.storage {
-            Storage::Arena { offset } => {
+            Storage::Arena { space, offset } => {
                 let want = slot.shape.as_deref().unwrap_or(&[]);
                 if slot.dtype != Some(dtype) || !same_dims(want, shape) {
                     return Err(planned_mismatch(
@@ -354,8 +383,8 @@ unsafe impl OutputSink for StepSink<'_, '_> {
                         format!("{dtype}{shape:?}"),
                     ));
                 }
-                // SAFETY: see the impl's comment: in bounds of the arena.
-                let p = unsafe { self.frame.base.add(offset) };
+                // SAFETY: see the impl's comment: in bounds of the space's arena.
+                let p = unsafe { self.frame.base_of(space).add(offset) };
                 NonNull::new(p).ok_or_else(|| KernelError::invalid("null arena"))
             }
             _ => {
@@ -382,7 +411,7 @@ unsafe impl OutputSink for StepSink<'_, '_> {
         self.claim(index)?;
         let slot = &self.frame.prog.slots[self.step.outputs[index] as usize];
         match slot.storage {
-            Storage::Arena { offset } => {
+            Storage::Arena { space, offset } => {
                 let want = slot.shape.as_deref().unwrap_or(&[]);
                 let t = match &value {
                     Value::Tensor(t) if Some(t.dtype()) == slot.dtype && t.shape() == want => t,
@@ -400,7 +429,7 @@ unsafe impl OutputSink for StepSink<'_, '_> {
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         bytes.as_ptr(),
-                        self.frame.base.add(offset),
+                        self.frame.base_of(space).add(offset),
                         bytes.len().min(slot.bytes),
                     )
                 };

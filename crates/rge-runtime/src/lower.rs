@@ -8,17 +8,16 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
-use rge_compiler::EngineManager;
 use rge_ir::{attr_names, op_types, AttrValue, ComputeGraph, GraphId, NodeId, TensorDesc};
-use rge_kernels::{tensor_from_ir, DType, Kernel, KernelInit, KernelRegistry, Tensor};
+use rge_kernels::{tensor_from_ir, DType, Kernel, KernelInit, MemSpace, Tensor};
 
-use crate::converters::{ConverterRegistry, Placement};
-use crate::engines::is_local_op;
+use crate::converters::Placement;
+use crate::engines::{is_local_op, EngineSet};
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::program::{Dims, InputSource, InputSpec, Program, Slot, Step, Storage};
 
-/// The node attribute naming a non-default op domain.
-pub const DOMAIN_ATTR: &str = "_onnx_domain";
+/// The node attribute a saved compiled model records the kernel of each node in.
+pub const KERNEL_ATTR: &str = "_rge_kernel";
 /// The node attribute naming each subgraph slot's ONNX attribute.
 pub const SUBGRAPH_ATTRS_ATTR: &str = "_onnx_subgraph_attrs";
 const CAPTURE_ATTR: &str = "_onnx_capture";
@@ -28,14 +27,9 @@ const OPSET_PREFIX: &str = "_onnx_opset_";
 
 /// What lowering needs besides the graph.
 pub struct LowerEnv<'e> {
-    /// The kernels of the session.
-    pub kernels: &'e KernelRegistry,
-    /// The runtime's own kernels (control flow, local-engine fallbacks).
-    pub builtin: &'e KernelRegistry,
-    pub converters: &'e ConverterRegistry,
-    /// The engines (for each engine's placement); none: every engine is on the device.
-    pub manager: Option<&'e EngineManager>,
-    /// Opset imports: (domain, version).
+    /// The engines: each node is lowered by its engine's converter with its engine's kernel.
+    pub engines: &'e EngineSet,
+    /// Opset imports: (domain, version), for ops that do not record their own.
     pub opsets: Vec<(String, i64)>,
     /// Buffer offsets of the root graph's memory plan, as a saved model stores them: used
     /// (after checking) instead of planning again.
@@ -91,6 +85,8 @@ pub struct Lowering<'e> {
     /// Per node: the steps that stand for it (itself, or its predecessors' for no-step nodes).
     pub(crate) eff: HashMap<NodeId, SmallVec<[u32; 2]>>,
     pub(crate) views: usize,
+    /// The memory spaces other than the host's that slots live in.
+    pub(crate) spaces: Vec<MemSpace>,
 }
 
 pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
@@ -202,6 +198,7 @@ impl<'e> Lowering<'e> {
             bytes: srcs.bytes,
             producer: r.producer,
             view: true,
+            space: r.space,
         };
         let rel = self.rel[src as usize];
         let id = self.push_slot(n, i, slot, Some(root), false);
@@ -294,6 +291,7 @@ impl<'e> Lowering<'e> {
             bytes,
             producer: None,
             view: false,
+            space: 0,
         };
         self.push_slot(n, 0, slot, None, false);
         self.eff.insert(n, SmallVec::new());
@@ -323,6 +321,7 @@ impl<'e> Lowering<'e> {
             bytes: t.dtype().bytes_for(t.len()),
             producer: None,
             view: false,
+            space: 0,
         };
         self.consts.push(t);
         self.push_slot(n, 0, slot, None, false);
@@ -355,18 +354,33 @@ impl<'e> Lowering<'e> {
         Ok(())
     }
 
-    /// A launch step for `n` with the kernel of its op type (the runtime's own kernels first
-    /// when `builtin_first`).
-    pub fn kernel_step(&mut self, n: NodeId, builtin_first: bool) -> RuntimeResult<()> {
+    /// A launch step for `n` with the kernel its engine's definitions select for it (the
+    /// same selection placement asked the engine's store about).
+    pub fn kernel_step(&mut self, n: NodeId) -> RuntimeResult<()> {
         let op = self.op(n)?;
         let graph = self.graph;
-        let domain = op.attrs().get_str(DOMAIN_ATTR).ok().flatten().unwrap_or("");
-        let input_types: Vec<Option<DType>> = (0..op.input_count())
-            .map(|i| op.input(i).and_then(DType::from_desc))
-            .collect();
-        let output_types: Vec<Option<DType>> = (0..op.output_count())
-            .map(|i| op.output(i).and_then(DType::from_desc))
-            .collect();
+        let engine_name = effective_engine(op);
+        let engine = self.env.engines.engine(engine_name).ok_or_else(|| {
+            lower_err(
+                graph,
+                n,
+                format!("engine `{engine_name}` is not in the engine set"),
+            )
+        })?;
+        let set = engine
+            .kernel_store()
+            .and_then(|s| s.kernel_set())
+            .ok_or_else(|| lower_err(graph, n, format!("engine `{engine_name}` has no kernels")))?;
+        let domain = rge_engine::op_domain(op);
+        let opset = op.opset().unwrap_or_else(|| self.env.opset(domain));
+        let def = set.select(op, domain, opset).map_err(|why| {
+            lower_err(
+                graph,
+                n,
+                format!("engine `{engine_name}` cannot run it: {why}"),
+            )
+        })?;
+        let (input_types, output_types) = rge_kernels::port_types(op);
         let subgraph_attrs: Vec<String> = match op.attrs().get(SUBGRAPH_ATTRS_ATTR) {
             Some(AttrValue::ListString(v)) => v.clone(),
             _ => Vec::new(),
@@ -375,29 +389,95 @@ impl<'e> Lowering<'e> {
             node_name: op.name(),
             op_type: op.op_type(),
             domain,
-            opset: self.env.opset(domain),
+            opset,
             attrs: op.attrs(),
             input_types: &input_types,
             output_types: &output_types,
             subgraph_attrs: &subgraph_attrs,
         };
-        let (first, second) = if builtin_first {
-            (self.env.builtin, self.env.kernels)
-        } else {
-            (self.env.kernels, self.env.builtin)
-        };
-        let factory = first
-            .get(domain, op.op_type())
-            .or_else(|| second.get(domain, op.op_type()))
-            .ok_or_else(|| {
-                lower_err(
+        // A saved compiled model names the kernel it was compiled for: another engine set
+        // (a different build, missing plugin) must not silently run something else.
+        if let Ok(Some(saved)) = op.attrs().get_str(KERNEL_ATTR) {
+            if saved != def.name {
+                return Err(lower_err(
                     graph,
                     n,
-                    format!("no kernel registered (domain '{domain}')"),
-                )
-            })?;
+                    format!(
+                        "compiled for kernel `{saved}`, but engine `{engine_name}` of this engine set selects `{}`: the model was written by a different engine set; compile it again",
+                        def.name
+                    ),
+                ));
+            }
+        }
         let kernel: Box<dyn Kernel> =
-            factory(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
+            (def.factory)(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
+        let kernel_name = def.name.clone();
+        let engine_space = engine.memory_space();
+        let out_spaces: Vec<u8> = (0..op.output_count())
+            .map(|i| {
+                let s = def
+                    .output(i)
+                    .space
+                    .clone()
+                    .unwrap_or_else(|| engine_space.clone());
+                self.space_index(&s)
+            })
+            .collect();
+        self.push_step(n, engine_name, kernel_name, kernel, &out_spaces)
+    }
+
+    /// The index of memory space `s` in this program (0: the host's).
+    pub(crate) fn space_index(&mut self, s: &MemSpace) -> u8 {
+        if s.is_host() {
+            return 0;
+        }
+        match self.spaces.iter().position(|x| x == s) {
+            Some(k) => k as u8 + 1,
+            None => {
+                self.spaces.push(s.clone());
+                self.spaces.len() as u8
+            }
+        }
+    }
+
+    /// A transfer node: one copy from its input's memory space into the space it names.
+    pub fn transfer_step(&mut self, n: NodeId) -> RuntimeResult<()> {
+        let op = self.op(n)?;
+        let to = op
+            .attrs()
+            .get_str(crate::transfer::TO_SPACE_ATTR)
+            .ok()
+            .flatten()
+            .unwrap_or(rge_kernels::HOST_SPACE);
+        let from = op
+            .attrs()
+            .get_str(crate::transfer::FROM_SPACE_ATTR)
+            .ok()
+            .flatten()
+            .unwrap_or(rge_kernels::HOST_SPACE);
+        let space = self.space_index(&MemSpace::new(to));
+        let name = format!("transfer.{from}->{to}");
+        let engine = effective_engine(op);
+        self.push_step(
+            n,
+            engine,
+            name,
+            Box::new(crate::transfer::CopyKernel),
+            &[space],
+        )
+    }
+
+    /// Pushes the launch step of `n`: its input and output slots (outputs in `out_spaces`).
+    fn push_step(
+        &mut self,
+        n: NodeId,
+        engine_name: &str,
+        kernel_name: String,
+        kernel: Box<dyn Kernel>,
+        out_spaces: &[u8],
+    ) -> RuntimeResult<()> {
+        let op = self.op(n)?;
+        let graph = self.graph;
 
         let mut inputs = Vec::with_capacity(op.input_count());
         let node = graph
@@ -425,6 +505,17 @@ impl<'e> Lowering<'e> {
             };
             let planned = bytes.is_some();
             dynamic |= !planned;
+            let space = out_spaces.get(i).copied().unwrap_or(0);
+            if !planned && space != 0 {
+                return Err(lower_err(
+                    graph,
+                    n,
+                    format!(
+                        "output {i} lives in memory space `{}`, which needs a static shape",
+                        self.spaces[space as usize - 1]
+                    ),
+                ));
+            }
             let slot = Slot {
                 name: self.slot_name(n, i),
                 dtype,
@@ -433,11 +524,12 @@ impl<'e> Lowering<'e> {
                 bytes: bytes.unwrap_or(0),
                 producer: Some(step),
                 view: false,
+                space,
             };
             outputs.push(self.push_slot(n, i, slot, None, planned));
             used.push(!node.peers_of_output(i).is_empty());
         }
-        let engine = op.engine_name().to_string();
+        let engine = engine_name.to_string();
         let stream = u32::try_from(op.stream_id()).ok();
         let workspace = op
             .compile_state()
@@ -447,6 +539,7 @@ impl<'e> Lowering<'e> {
             node: op.name().to_string(),
             op_type: op.op_type().to_string(),
             engine,
+            kernel_name,
             stream,
             kernel,
             inputs: inputs.into_iter().collect(),
@@ -473,7 +566,7 @@ pub fn lower_local(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResult<()> {
             if cx.constant(n)? {
                 Ok(())
             } else {
-                cx.kernel_step(n, false)
+                cx.kernel_step(n)
             }
         }
         op_types::NET_OUTPUT => cx.graph_outputs(n),
@@ -487,21 +580,33 @@ pub fn lower_local(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResult<()> {
                     return Ok(());
                 }
             }
-            cx.kernel_step(n, true)
+            cx.kernel_step(n)
         }
         "PhonyConcat" => crate::phony::lower_phony_concat(cx, n),
         "PhonySplit" => crate::phony::lower_phony_split(cx, n),
-        _ => cx.kernel_step(n, true),
+        _ => cx.kernel_step(n),
     }
 }
 
-/// The compute converter, shared by `cpu` (device) and `host` (host): one launch step.
+/// The compute converter, shared by `cpu` (device), `host` (host) and every engine without a
+/// converter of its own: one launch step with the engine's kernel. Local ops placed on a
+/// compute engine (the host fallback) keep the local lowering (views, graph I/O).
 pub fn lower_kernel_node(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResult<()> {
     let t = cx.op(n)?.op_type();
     if is_local_op(t) {
         return lower_local(cx, n);
     }
-    cx.kernel_step(n, false)
+    cx.kernel_step(n)
+}
+
+/// The engine a node runs on: its placement, or (for nodes no pipeline placed, such as
+/// hand-built test graphs) `local` for the no-compute ops and `cpu` for the rest.
+pub fn effective_engine(op: &rge_ir::OpDesc) -> &str {
+    match op.engine_name() {
+        "" if is_local_op(op.op_type()) => "local",
+        "" => "cpu",
+        e => e,
+    }
 }
 
 /// Lowers graph `g` of `graph` into a program.
@@ -523,27 +628,28 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
         outputs: Vec::new(),
         eff: HashMap::new(),
         views: 0,
+        spaces: Vec::new(),
     };
     let mut ctrl: Vec<(u32, u32)> = Vec::new();
     for &n in &order {
         let op = graph
             .op(n)
             .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
-        let engine = match op.engine_name() {
-            "" if is_local_op(op.op_type()) => "local",
-            "" => "cpu",
-            e => e,
-        };
-        let placement = Placement::of(env.manager, engine);
-        let conv = env.converters.get(engine, placement).ok_or_else(|| {
-            lower_err(
-                graph,
-                n,
-                format!("no converter for engine `{engine}` ({placement:?})"),
-            )
-        })?;
+        let engine = effective_engine(op);
+        let placement = Placement::of(Some(env.engines.manager()), engine);
+        // Engines that bring kernels and no converter of their own get the standard lowering
+        // (one launch step); kernel_step says so when the engine has no kernels.
+        let conv = env
+            .engines
+            .converters()
+            .get(engine, placement)
+            .unwrap_or(lower_kernel_node);
         let before = cx.steps.len();
-        conv(&mut cx, n)?;
+        if op.op_type() == crate::transfer::TRANSFER_OP {
+            cx.transfer_step(n)?;
+        } else {
+            conv(&mut cx, n)?;
+        }
         if cx.steps.len() > before {
             let node = graph
                 .node(n)

@@ -117,6 +117,7 @@ pub(crate) fn lower_phony_concat(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeRes
         bytes,
         producer: None,
         view: false,
+        space: 0,
     };
     let out = cx.push_slot(n, 0, slot, None, true);
     cx.concats.push((out, roots.into_iter().zip(at).collect()));
@@ -188,6 +189,7 @@ pub(crate) fn lower_phony_split(cx: &mut Lowering<'_>, n: NodeId) -> RuntimeResu
             bytes,
             producer: cx.slots[root as usize].producer,
             view: true,
+            space: 0,
         };
         let id = cx.push_slot(n, i, slot, Some(root), false);
         cx.rel[id as usize] = base + off;

@@ -13,6 +13,8 @@ pub struct ProfileEvent {
     pub node: String,
     pub op_type: String,
     pub engine: String,
+    /// The kernel definition that ran (e.g. `cpu.Conv`).
+    pub kernel: String,
     pub stream: Option<u32>,
     /// Lane: the stream executor's stream, or the worker thread.
     pub lane: usize,
@@ -65,6 +67,7 @@ impl Profiler {
             node: step.node.clone(),
             op_type: step.op_type.clone(),
             engine: step.engine.clone(),
+            kernel: step.kernel_name.clone(),
             stream: step.stream,
             lane,
             start_us: start.duration_since(self.origin).as_secs_f64() * 1e6,
@@ -108,13 +111,14 @@ impl Profiler {
             let stream = e.stream.map_or("null".to_string(), |s| s.to_string());
             let _ = write!(
                 out,
-                "{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"engine\":{},\"op_type\":{},\"stream\":{}}}}}",
+                "{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"engine\":{},\"kernel\":{},\"op_type\":{},\"stream\":{}}}}}",
                 json_str(&e.node),
                 json_str(&e.engine),
                 e.lane,
                 e.start_us,
                 e.dur_us,
                 json_str(&e.engine),
+                json_str(&e.kernel),
                 json_str(&e.op_type),
                 stream
             );

@@ -13,8 +13,9 @@ use crate::plan::MemoryPlan;
 /// Where a value lives during a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Storage {
-    /// Bytes at this offset of the run's arena (static shape, planned).
-    Arena { offset: usize },
+    /// Bytes at this offset of the run's arena of memory space `space` (0: the host's; `k`:
+    /// `Program::spaces[k - 1]`), static shape, planned.
+    Arena { space: u8, offset: usize },
     /// A constant of the program (a view of it when the slot's shape differs).
     Const(u32),
     /// Program input `k` (a view of it when the slot has a static shape).
@@ -38,6 +39,8 @@ pub struct Slot {
     pub producer: Option<u32>,
     /// True for a view of another slot (its shape may differ from the source's).
     pub view: bool,
+    /// The memory space (0: the host's; `k`: `Program::spaces[k - 1]`).
+    pub space: u8,
 }
 
 /// What lowering made of a graph input (a Data node).
@@ -71,6 +74,8 @@ pub struct Step {
     pub node: String,
     pub op_type: String,
     pub engine: String,
+    /// The kernel definition that runs it (e.g. `cpu.Conv`).
+    pub kernel_name: String,
     /// The stream from stream assignment (`None`: a skipped engine).
     pub stream: Option<u32>,
     pub kernel: Box<dyn Kernel>,
@@ -94,6 +99,7 @@ impl std::fmt::Debug for Step {
             .field("node", &self.node)
             .field("op_type", &self.op_type)
             .field("engine", &self.engine)
+            .field("kernel", &self.kernel_name)
             .field("inputs", &self.inputs)
             .field("outputs", &self.outputs)
             .finish()
@@ -122,8 +128,10 @@ pub struct Program {
     pub pred_count: Vec<u32>,
     /// Longest path (in steps) from each step to the end; the priority executor's key.
     pub critical: Vec<u32>,
-    /// The memory plan.
+    /// The memory plan (of the host space).
     pub plan: MemoryPlan,
+    /// The other memory spaces' plans and allocators.
+    pub spaces: Vec<crate::memory::SpacePlan>,
     /// Arenas of finished runs, reused by later runs.
     pub(crate) arenas: Mutex<Vec<crate::frame::Arena>>,
     /// Buffers of run-time values, recycled across steps and runs.

@@ -33,7 +33,10 @@ fn weight_bytes(m: &Model) -> i64 {
 
 /// Writes `model` to `path` (GE ModelDef binary).
 pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
-    let mut ge = GeModel::new(model.graph().clone());
+    let mut graph = model.graph().clone();
+    // Models compiled before kernels were recorded at compile time get them from the program.
+    record_kernels(&mut graph, model.program());
+    let mut ge = GeModel::new(graph);
     ge.name = model.graph().name().to_string();
     let a = &mut ge.attrs;
     a.set(COMPILED_ATTR, FORMAT);
@@ -50,11 +53,60 @@ pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
         .map_err(|e| RuntimeError::file(path.display(), e))
 }
 
-/// True when the GE model at `path` is a compiled model rge wrote.
+/// The engine every node was placed on, from the attribute placement records it in (GE's
+/// `_lxfusion_engine_name`; the in-memory engine name is not serialized).
+fn restore_engines(graph: &mut rge_ir::ComputeGraph) {
+    let graphs: Vec<rge_ir::GraphId> = std::iter::once(graph.root())
+        .chain(graph.subgraphs().iter().copied())
+        .collect();
+    for g in graphs {
+        for n in graph.all_nodes(g) {
+            if let Some(op) = graph.op_mut(n) {
+                let engine = op
+                    .attrs()
+                    .get_str(rge_compiler::attr_names::LXFUSION_ENGINE_NAME)
+                    .ok()
+                    .flatten()
+                    .map(str::to_string);
+                if let Some(e) = engine.filter(|e| !e.is_empty()) {
+                    op.set_engine_name(e);
+                }
+            }
+        }
+    }
+}
+
+/// Records on each node the kernel definition that runs it (checked on load).
+fn record_kernels(graph: &mut rge_ir::ComputeGraph, program: &crate::program::Program) {
+    let mut by_name: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for s in &program.steps {
+        by_name.insert(&s.node, &s.kernel_name);
+    }
+    let nodes: Vec<rge_ir::NodeId> = graph.nodes_of(graph.root()).collect();
+    for n in nodes {
+        let kernel = graph.op(n).and_then(|o| by_name.get(o.name()).copied());
+        if let (Some(k), Some(op)) = (kernel, graph.op_mut(n)) {
+            op.attrs_mut().set(crate::lower::KERNEL_ATTR, k);
+        }
+    }
+}
+
+/// True when `bytes` carry the compiled-model marker (a cheap scan before decoding: a file is
+/// recognised by its content, whatever its name).
+pub fn has_compiled_marker(bytes: &[u8]) -> bool {
+    let marker = COMPILED_ATTR.as_bytes();
+    bytes.windows(marker.len()).any(|w| w == marker)
+}
+
+/// True when the file at `path` is a compiled model rge wrote (by content, any file name).
 pub fn is_compiled_model(path: &Path) -> bool {
-    GeModel::read_binary(path)
-        .ok()
-        .is_some_and(|m| m.attrs.contains(COMPILED_ATTR))
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    has_compiled_marker(&bytes)
+        && GeModel::from_binary_bytes(bytes.into(), &path.display().to_string())
+            .ok()
+            .is_some_and(|m| m.attrs.contains(COMPILED_ATTR))
 }
 
 fn int_attr(m: &GeModel, key: &str) -> Option<i64> {
@@ -109,8 +161,10 @@ impl Session {
                 ))
             }
         };
+        let mut graph = ge.graph;
+        restore_engines(&mut graph);
         let model = self
-            .model_from_saved(ge.graph, streams, events, offsets.as_deref())
+            .model_from_saved(graph, streams, events, offsets.as_deref())
             .map_err(|e| match e {
                 // A session option (memory_limit) is at fault, not the file.
                 RuntimeError::Option { .. } => e,

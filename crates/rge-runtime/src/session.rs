@@ -5,16 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use rge_compiler::{CompileOptions, EngineManager};
 use rge_ir::ComputeGraph;
 use rge_kernels::{KernelRegistry, Value};
-use rge_ops::OpRegistry;
 
-use crate::converters::ConverterRegistry;
-use crate::engines::{manager_for, pipeline_for};
+use crate::engines::EngineSet;
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::ExecutorKind;
-use crate::kernels::builtin_kernels;
 use crate::lower::{graph_opsets, lower_graph, LowerEnv};
 use crate::model::Model;
 use crate::single_op::SingleOp;
@@ -28,12 +24,13 @@ pub struct SessionOptions {
     pub executor: ExecutorKind,
     /// The largest arena a build may plan, in bytes.
     pub memory_limit: Option<usize>,
-    /// Kernels of the compute engines.
+    /// The engines (with the compile options they were built with); `None`: the standard
+    /// set over `kernels`.
+    pub engines: Option<Arc<EngineSet>>,
+    /// Kernels of the standard engines when `engines` is `None`.
     pub kernels: KernelRegistry,
     /// Threads a kernel may use.
     pub kernel_threads: usize,
-    /// Options of the compile pipeline.
-    pub compile: CompileOptions,
 }
 
 impl Default for SessionOptions {
@@ -42,18 +39,26 @@ impl Default for SessionOptions {
             threads: 0,
             executor: ExecutorKind::Sequential,
             memory_limit: None,
+            engines: None,
             kernels: KernelRegistry::default(),
             kernel_threads: 1,
-            compile: CompileOptions::default(),
         }
     }
 }
 
 impl SessionOptions {
-    /// Options with `kernels`, defaults otherwise.
+    /// Options with the standard engines over `kernels`, defaults otherwise.
     pub fn with_kernels(kernels: KernelRegistry) -> Self {
         SessionOptions {
             kernels,
+            ..Self::default()
+        }
+    }
+
+    /// Options with the engine set `engines`, defaults otherwise.
+    pub fn with_engines(engines: Arc<EngineSet>) -> Self {
+        SessionOptions {
+            engines: Some(engines),
             ..Self::default()
         }
     }
@@ -67,10 +72,7 @@ struct Entry {
 /// A session: graphs by id, built and run with one set of options.
 pub struct Session {
     options: SessionOptions,
-    ops: Arc<OpRegistry>,
-    builtin: KernelRegistry,
-    converters: ConverterRegistry,
-    manager: Arc<EngineManager>,
+    engines: Arc<EngineSet>,
     pool: Option<Arc<rayon::ThreadPool>>,
     graphs: BTreeMap<u32, Entry>,
     ops_cache: Mutex<HashMap<String, Arc<SingleOp>>>,
@@ -104,12 +106,12 @@ impl Session {
             .thread_name(|i| format!("rge-worker-{i}"))
             .build()
             .map_err(|e| RuntimeError::option("threads", e.to_string()))?;
-        let manager = manager_for(&options.kernels)?;
+        let engines = match &options.engines {
+            Some(e) => e.clone(),
+            None => EngineSet::standard(&options.kernels)?,
+        };
         Ok(Session {
-            ops: OpRegistry::builtin(),
-            builtin: builtin_kernels(),
-            converters: ConverterRegistry::default(),
-            manager,
+            engines,
             pool: Some(Arc::new(pool)),
             graphs: BTreeMap::new(),
             ops_cache: Mutex::new(HashMap::new()),
@@ -122,9 +124,9 @@ impl Session {
         &self.options
     }
 
-    /// The converter registry (to add converters for other engines).
-    pub fn converters_mut(&mut self) -> &mut ConverterRegistry {
-        &mut self.converters
+    /// The engine set every build of this session uses.
+    pub fn engines(&self) -> &Arc<EngineSet> {
+        &self.engines
     }
 
     /// Adds `graph` as `id`; an id in use is an error.
@@ -184,10 +186,7 @@ impl Session {
         saved_offsets: Option<&[usize]>,
     ) -> RuntimeResult<Model> {
         let env = LowerEnv {
-            kernels: &self.options.kernels,
-            builtin: &self.builtin,
-            converters: &self.converters,
-            manager: Some(&self.manager),
+            engines: &self.engines,
             opsets: graph_opsets(&graph),
             saved_offsets,
         };
@@ -224,14 +223,7 @@ impl Session {
 
     /// Runs the compile pipeline on `graph` and lowers the result.
     pub fn compile_graph(&self, graph: ComputeGraph) -> RuntimeResult<Model> {
-        let pipeline = pipeline_for(
-            &self.options.kernels,
-            self.ops.clone(),
-            self.options.compile.clone(),
-        )?;
-        let compiled = pipeline
-            .compile(graph)
-            .map_err(|e| RuntimeError::Compile(e.to_string()))?;
+        let compiled = self.engines.compile(graph)?;
         self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len())
     }
 

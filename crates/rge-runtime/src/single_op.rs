@@ -10,7 +10,6 @@ use rge_ir::{AttrMap, ComputeGraph, DataType, OpDesc, Shape, TensorDesc};
 use rge_kernels::{DType, Value};
 
 use crate::error::{RuntimeError, RuntimeResult};
-use crate::lower::DOMAIN_ATTR;
 use crate::model::Model;
 use crate::session::Session;
 
@@ -91,9 +90,8 @@ impl OpSpec {
             op = op.with_output(&format!("y{j}"), TensorDesc::default());
         }
         *op.attrs_mut() = self.attrs.clone();
-        if !self.domain.is_empty() {
-            op.attrs_mut().set(DOMAIN_ATTR, self.domain.as_str());
-        }
+        op.set_domain(self.domain.as_str());
+        op.set_opset(Some(opset));
         if let Some(e) = &self.engine {
             op.attrs_mut().set(SPECIFIED_ENGINE_NAME, e.as_str());
         }

@@ -377,10 +377,7 @@ fn kernel_errors_and_panics_are_reported_and_the_node_stays() {
     let fail = b.op("fail", "Fail", &[(c, 0)], &f2);
     let boom = b.op("boom", "Boom", &[(c, 0)], &f2);
     let bad = b.op("bad", "Add", &[(c, 0), (c, 0)], &f2);
-    b.0.op_mut(bad)
-        .unwrap()
-        .attrs_mut()
-        .set("_onnx_domain", "com.unknown");
+    b.0.op_mut(bad).unwrap().set_domain("com.unknown");
     let ok = b.op("ok", "Add", &[(c, 0), (c, 0)], &f2);
     b.output(&[(fail, 0), (boom, 0), (bad, 0), (ok, 0)]);
     let mut g = b.0;
@@ -407,20 +404,24 @@ fn opset_and_domain_reach_the_kernel() {
         &[(c, 0)],
         &desc(DataType::Int64, &[]),
     );
-    b.0.op_mut(probe)
-        .unwrap()
-        .attrs_mut()
-        .set("_onnx_domain", "com.test");
-    b.output(&[(probe, 0)]);
+    b.0.op_mut(probe).unwrap().set_domain("com.test");
+    // An op's own opset wins over the graph's import.
+    let own = b.op("own", "OpsetProbe", &[(c, 0)], &desc(DataType::Int64, &[]));
+    let op = b.0.op_mut(own).unwrap();
+    op.set_domain("com.test");
+    op.set_opset(Some(5));
+    b.output(&[(probe, 0), (own, 0)]);
     let mut g = b.0;
     let root = g.root();
     g.graph_attrs_mut(root)
         .unwrap()
         .set("_onnx_opset_com.test", 3i64);
     let r = fold_stable(&mut g, &FoldOptions::default());
-    assert_eq!(r.folded_nodes, 1);
+    assert_eq!(r.folded_nodes, 2);
     let n = g.find_node(root, "probe_folded_0").unwrap();
     assert_eq!(value_of(&g, n).as_slice::<i64>().unwrap(), &[3]);
+    let n = g.find_node(root, "own_folded_0").unwrap();
+    assert_eq!(value_of(&g, n).as_slice::<i64>().unwrap(), &[5]);
 }
 
 // ---- ONNX models ----
@@ -623,26 +624,13 @@ fn fixtures_fold_to_valid_graphs() {
     assert!(seen > 0);
 }
 
-/// The wiring proposed for `pipeline_for`: inference, then folding, then inference again when
-/// something folded; the compiled graph has no foldable node left and runs the same.
+/// The engine set's pipeline: inference, then folding with the host kernels, then inference
+/// again when something folded; the compiled graph has no foldable node left and runs the same.
 #[test]
 fn folding_in_the_infer_stage_compiles_and_runs() {
-    use rge_compiler::{CompileOptions, FnPass, Pipeline};
-    let ops = rge_ops::OpRegistry::builtin();
     let ks = kernels();
-    let fold_kernels = ks.clone();
-    let infer = FnPass::new("rge-ops inference + constant folding", move |g, _| {
-        let infer_opts = rge_ops::InferOptions::default();
-        rge_ops::infer_graph(g, &ops, &infer_opts).map_err(|e| e.to_string())?;
-        let r =
-            fold_constants(g, &fold_kernels, &FoldOptions::default()).map_err(|e| e.to_string())?;
-        if r.folded_nodes > 0 {
-            rge_ops::infer_graph(g, &ops, &infer_opts).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    });
-    let manager = rge_runtime::manager_for(&ks).unwrap();
-    let pipeline = Pipeline::new(manager, CompileOptions::default()).with_infer(infer);
+    let set = rge_runtime::EngineSet::standard(&ks).unwrap();
+    let pipeline = set.pipeline();
     let compiled = pipeline.compile(import(chain_model())).unwrap();
     let g = &compiled.graph;
     let types: Vec<&str> = g

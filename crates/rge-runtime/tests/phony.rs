@@ -6,9 +6,8 @@ mod common;
 use common::*;
 use rge_ir::{ComputeGraph, DataType, NodeId, OpDesc, Shape, TensorDesc};
 use rge_kernels::ValueRef;
-use rge_runtime::kernels::builtin_kernels;
 use rge_runtime::lower::{lower_graph, LowerEnv};
-use rge_runtime::{run_program, ConverterRegistry, ExecutorKind, RunOptions};
+use rge_runtime::{run_program, ExecutorKind, RunOptions};
 
 fn f(dims: &[i64]) -> TensorDesc {
     TensorDesc::with_shape_dtype(Shape::from_slice(dims), DataType::Float)
@@ -81,14 +80,9 @@ fn graph(split_rows: &[i64]) -> ComputeGraph {
 }
 
 fn lower(g: &ComputeGraph) -> rge_runtime::RuntimeResult<rge_runtime::Program> {
-    let kernels = kernels();
-    let builtin = builtin_kernels();
-    let converters = ConverterRegistry::default();
+    let engines = rge_runtime::EngineSet::standard(&kernels())?;
     let env = LowerEnv {
-        kernels: &kernels,
-        builtin: &builtin,
-        converters: &converters,
-        manager: None,
+        engines: &engines,
         opsets: vec![],
         saved_offsets: None,
     };

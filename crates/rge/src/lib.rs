@@ -11,5 +11,6 @@ pub use rge_runtime as runtime;
 
 pub mod cli;
 pub mod engines;
+pub mod explain;
 pub mod kernels;
 pub mod model;

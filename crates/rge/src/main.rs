@@ -17,6 +17,34 @@ struct Args {
     command: Command,
 }
 
+/// The engine options every command that places, compiles or runs takes.
+#[derive(clap::Args, Debug, Clone, Default)]
+struct EngineOpts {
+    /// Engines to leave out, comma separated (rge names or GE accelerator names).
+    #[arg(long)]
+    exclude_engines: Option<String>,
+    /// Core engine type: dense or vector.
+    #[arg(long)]
+    engine_type: Option<String>,
+    /// Load an engine plugin (a shared library); repeatable.
+    #[arg(long = "engine-plugin")]
+    engine_plugins: Vec<PathBuf>,
+    /// Print each compile stage's time (as RGE_LOG=info does).
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+impl EngineOpts {
+    fn args(self) -> rge::engines::EngineArgs {
+        rge::engines::EngineArgs {
+            exclude_engines: self.exclude_engines,
+            engine_type: self.engine_type,
+            plugins: self.engine_plugins,
+            verbose: self.verbose,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Format, graphs, op type counts, inputs and outputs, weight bytes.
@@ -32,22 +60,34 @@ enum Command {
     Engines {
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        engines: EngineOpts,
     },
     /// Engine of every node, with the reason.
     Place {
         file: PathBuf,
-        /// Engines to leave out, comma separated.
-        #[arg(long)]
-        exclude_engines: Option<String>,
-        /// Core engine type: dense or vector.
-        #[arg(long)]
-        engine_type: Option<String>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        engines: EngineOpts,
+    },
+    /// For every node: each engine asked with its answer, the engine, partition, stream,
+    /// kernel and memory space; the transfers; a summary per engine.
+    Explain {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Write an HTML page with the partitioned graph as SVG.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        #[command(flatten)]
+        engines: EngineOpts,
     },
     /// Per-engine partitions with PlaceHolder/End counts and streams.
     Partition {
         file: PathBuf,
+        #[command(flatten)]
+        engines: EngineOpts,
         /// Write a DOT graph with nodes coloured by engine.
         #[arg(long)]
         dot: Option<PathBuf>,
@@ -79,12 +119,16 @@ enum Command {
         /// Write a Chrome trace of the run.
         #[arg(long)]
         profile: Option<PathBuf>,
+        #[command(flatten)]
+        engines: EngineOpts,
     },
     /// Compile a model and write the compiled model (run it with `rge run OUT`).
     Compile {
         model: PathBuf,
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
+        #[command(flatten)]
+        engines: EngineOpts,
     },
     /// Run ONNX backend node-test folders through the whole pipeline and compare outputs.
     Conformance {
@@ -122,21 +166,24 @@ fn main() -> ExitCode {
             }
         }
         Command::Ops { json } => cli::ops::run(json),
-        Command::Engines { json } => cli::engines::list(json),
+        Command::Engines { json, engines } => cli::engines::list(&engines.args(), json),
         Command::Place {
             file,
-            exclude_engines,
-            engine_type,
             json,
-        } => cli::engines::place(
-            &file,
-            exclude_engines.as_deref(),
-            engine_type.as_deref(),
+            engines,
+        } => cli::engines::place(&file, &engines.args(), json),
+        Command::Explain {
+            file,
             json,
-        ),
-        Command::Partition { file, dot, json } => {
-            cli::engines::partition(&file, dot.as_deref(), json)
-        }
+            html,
+            engines,
+        } => cli::explain::run(&file, &engines.args(), json, html.as_deref()),
+        Command::Partition {
+            file,
+            engines,
+            dot,
+            json,
+        } => cli::engines::partition(&file, &engines.args(), dot.as_deref(), json),
         Command::Convert { input, output } => cli::convert::run(&input, &output),
         Command::Run {
             model,
@@ -145,6 +192,7 @@ fn main() -> ExitCode {
             executor,
             threads,
             profile,
+            engines,
         } => cli::run::run(&cli::run::RunArgs {
             model,
             inputs,
@@ -152,8 +200,13 @@ fn main() -> ExitCode {
             executor,
             threads,
             profile,
+            engines: engines.args(),
         }),
-        Command::Compile { model, output } => cli::compile::run(&model, &output),
+        Command::Compile {
+            model,
+            output,
+            engines,
+        } => cli::compile::run(&model, &output, &engines.args()),
         Command::Conformance {
             dir,
             filter,

@@ -54,6 +54,8 @@ impl FileFormat {
 pub enum ModelError {
     #[error("{}: unknown file extension (expected .onnx, .pb, .txt, .pbtxt, .dump or .dot)", path.display())]
     UnknownExtension { path: PathBuf },
+    #[error("{}: not a model rge reads ({tried})", path.display())]
+    Unrecognised { path: PathBuf, tried: String },
     #[error("{}: {format} files can be written, not read", path.display())]
     WriteOnly { path: PathBuf, format: &'static str },
     #[error(transparent)]
@@ -95,9 +97,15 @@ impl Model {
     }
 }
 
-/// Reads a model; the format comes from the extension.
+/// Reads a model. A known extension names the format; any other file (a compiled `.om`, a
+/// `.bin`, no extension) is recognised by its content: ONNX, then GE ModelDef binary, then
+/// GE text.
 pub fn load(path: &Path) -> Result<(Model, FileFormat), ModelError> {
-    let format = FileFormat::from_path(path)?;
+    let format = match FileFormat::from_path(path) {
+        Ok(f) => f,
+        Err(ModelError::UnknownExtension { .. }) => return load_by_content(path),
+        Err(e) => return Err(e),
+    };
     let model = match format {
         FileFormat::Onnx => Model::Onnx(onnx::import_file(path)?),
         FileFormat::GeBinary => Model::Ge(GeModel::read_binary(path)?),
@@ -110,6 +118,41 @@ pub fn load(path: &Path) -> Result<(Model, FileFormat), ModelError> {
         }
     };
     Ok((model, format))
+}
+
+fn load_by_content(path: &Path) -> Result<(Model, FileFormat), ModelError> {
+    let bytes = bytes::Bytes::from(std::fs::read(path).map_err(|source| ModelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?);
+    let origin = path.display().to_string();
+    // A compiled model is a GE ModelDef carrying rge's marker: try that first, so an ONNX
+    // decoder never mistakes it for a model of its own.
+    if rge_runtime::saved::has_compiled_marker(&bytes) {
+        if let Ok(m) = GeModel::from_binary_bytes(bytes.clone(), &origin) {
+            return Ok((Model::Ge(m), FileFormat::GeBinary));
+        }
+    }
+    let onnx_err = match onnx::import_bytes_in(bytes.clone(), &origin, path.parent()) {
+        Ok(m) => return Ok((Model::Onnx(m), FileFormat::Onnx)),
+        Err(e) => e.to_string(),
+    };
+    let ge_err = match GeModel::from_binary_bytes(bytes.clone(), &origin) {
+        Ok(m) if m.graph.node_count(m.graph.root()) > 0 => {
+            return Ok((Model::Ge(m), FileFormat::GeBinary))
+        }
+        Ok(_) => "no graph".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let text_err = match std::str::from_utf8(&bytes).map(|t| GeModel::from_text_str(t, &origin)) {
+        Ok(Ok(m)) => return Ok((Model::Ge(m), FileFormat::GeText)),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "not UTF-8".to_string(),
+    };
+    Err(ModelError::Unrecognised {
+        path: path.to_path_buf(),
+        tried: format!("ONNX: {onnx_err}; GE ModelDef binary: {ge_err}; GE text: {text_err}"),
+    })
 }
 
 /// Writes a model in the format the extension names.

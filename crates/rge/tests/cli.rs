@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rge::cli;
+use rge::engines::EngineArgs;
 use rge::ir::SortMode;
 
 fn fixture(name: &str) -> PathBuf {
@@ -164,15 +165,24 @@ fn inspect_shapes_names_tensors_by_onnx_value_name() {
     assert!(err.message.contains("If_1"), "{}", err.message);
 }
 
+fn excluding(e: &str) -> EngineArgs {
+    EngineArgs {
+        exclude_engines: Some(e.into()),
+        ..EngineArgs::default()
+    }
+}
+
 #[test]
 fn engines_place_and_partition() {
-    let v: serde_json::Value = serde_json::from_str(&cli::engines::list(true).unwrap()).unwrap();
+    let none = EngineArgs::default();
+    let v: serde_json::Value =
+        serde_json::from_str(&cli::engines::list(&none, true).unwrap()).unwrap();
     let text = v.to_string();
     assert!(text.contains("\"cpu\"") && text.contains("\"local\"") && text.contains("\"host\""));
 
     let file = fixture("onnx_conv2d.onnx");
     let v: serde_json::Value =
-        serde_json::from_str(&cli::engines::place(&file, None, None, true).unwrap()).unwrap();
+        serde_json::from_str(&cli::engines::place(&file, &none, true).unwrap()).unwrap();
     let nodes = v["nodes"].as_array().unwrap();
     let engine_of = |t: &str| {
         nodes.iter().find(|n| n["type"] == t).unwrap()["engine"]
@@ -187,7 +197,7 @@ fn engines_place_and_partition() {
         .all(|n| n["reason"].as_str().is_some_and(|r| !r.is_empty())));
     // Excluding cpu sends Conv to the host engine, and the reason says so.
     let v: serde_json::Value =
-        serde_json::from_str(&cli::engines::place(&file, Some("cpu"), None, true).unwrap())
+        serde_json::from_str(&cli::engines::place(&file, &excluding("cpu"), true).unwrap())
             .unwrap();
     let conv = v["nodes"]
         .as_array()
@@ -198,11 +208,22 @@ fn engines_place_and_partition() {
         .clone();
     assert_eq!(conv["engine"], "host");
     assert!(conv["reason"].as_str().unwrap().contains("cpu"), "{conv}");
-    assert!(cli::engines::place(&file, None, Some("quantum"), true).is_err());
+    let quantum = EngineArgs {
+        engine_type: Some("quantum".into()),
+        ..EngineArgs::default()
+    };
+    assert!(cli::engines::place(&file, &quantum, true).is_err());
+    let e = cli::engines::place(&file, &excluding("nosuch"), true).unwrap_err();
+    assert!(
+        e.message.contains("unknown engine `nosuch`"),
+        "{}",
+        e.message
+    );
 
     let dot = tmp("conv_partitions.dot");
     let v: serde_json::Value =
-        serde_json::from_str(&cli::engines::partition(&file, Some(&dot), true).unwrap()).unwrap();
+        serde_json::from_str(&cli::engines::partition(&file, &none, Some(&dot), true).unwrap())
+            .unwrap();
     let parts = v["partitions"].as_array().unwrap();
     let conv_part = parts.iter().find(|p| p["engine"] == "cpu").unwrap();
     assert!(conv_part["nodes"]
@@ -221,8 +242,7 @@ fn engines_place_and_partition() {
 #[test]
 fn the_default_pipeline_infers_places_and_partitions() {
     let (m, _) = rge::model::load(&fixture("onnx_conv2d.onnx")).unwrap();
-    let reg = rge::ops::OpRegistry::builtin();
-    let pipeline = rge::engines::default_pipeline(reg, Default::default()).unwrap();
+    let pipeline = rge::engines::default_engine_set().unwrap().pipeline();
     let compiled = pipeline.compile(m.graph().clone()).unwrap();
     let g = &compiled.graph;
     let conv = g
@@ -236,9 +256,7 @@ fn the_default_pipeline_infers_places_and_partitions() {
     assert!(compiled.partitions.iter().any(|p| p.engine == "cpu"));
     // A graph inference rejects fails the pipeline with the node named.
     let (bad, _) = rge::model::load(&fixture("onnx_if.onnx")).unwrap();
-    let pipeline =
-        rge::engines::default_pipeline(rge::ops::OpRegistry::builtin(), Default::default())
-            .unwrap();
+    let pipeline = rge::engines::default_engine_set().unwrap().pipeline();
     let err = pipeline
         .compile(bad.graph().clone())
         .unwrap_err()

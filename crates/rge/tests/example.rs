@@ -23,6 +23,7 @@ fn run_example(model: &Path, executor: &str, out: &Path) -> Vec<f32> {
         executor: Some(executor.into()),
         threads: Some(2),
         profile: None,
+        engines: Default::default(),
     })
     .unwrap_or_else(|e| panic!("{executor}: {}", e.message));
     let got = read_tensor(&out.join("probs.npy")).unwrap();
@@ -55,7 +56,8 @@ fn tiny_cnn_matches_the_reference_on_every_executor_and_after_compile() {
         check(&got, ex);
     }
     let compiled = tmp.join("tiny_cnn.om");
-    rge::cli::compile::run(&model, &compiled).unwrap_or_else(|e| panic!("{}", e.message));
+    rge::cli::compile::run(&model, &compiled, &Default::default())
+        .unwrap_or_else(|e| panic!("{}", e.message));
     let got = run_example(&compiled, "sequential", &tmp.join("compiled"));
     check(&got, "compiled");
 }

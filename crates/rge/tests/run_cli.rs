@@ -74,6 +74,7 @@ fn run_with_npy_input_writes_npy_outputs_and_a_trace() {
             executor: Some(exec.into()),
             threads: Some(2),
             profile: Some(trace.clone()),
+            engines: Default::default(),
         })
         .unwrap();
         assert!(out.contains("FLOAT[3, 2]"), "{out}");
@@ -96,7 +97,7 @@ fn run_with_npy_input_writes_npy_outputs_and_a_trace() {
 fn compile_then_run_the_compiled_model() {
     let model = views_model("compile");
     let om = tmp("views.om");
-    let out = cli::compile::run(&model, &om).unwrap();
+    let out = cli::compile::run(&model, &om, &Default::default()).unwrap();
     assert!(out.contains("views"), "{out}");
     let out = cli::run::run(&RunArgs {
         model: om,

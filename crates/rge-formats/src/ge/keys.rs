@@ -23,10 +23,15 @@ pub const SRC_OUT_PEER_INDEX: &str = "_src_out_peer_index_for_ge_txt_load";
 /// ops with a cross link (a control source on a data input, or a data source on the control
 /// input), which GE's counter rule cannot place (see docs/ge-modeldef.md).
 pub const DATA_INPUT_COUNT: &str = "_rge_data_input_count";
+/// rge's own: `OpDesc::domain` (an `s`, written when not the default domain). GE's OpDef has
+/// no such field.
+pub const RGE_DOMAIN: &str = "_rge_domain";
+/// rge's own: `OpDesc::opset` (an `i`, written when set).
+pub const RGE_OPSET: &str = "_rge_opset";
 
 /// OpDef attrs that never come from (or go to) the plain attribute map: the writer builds them
 /// from the OpDesc, the reader consumes them. `_opt_input` is handled apart.
-pub const RESERVED_OP_KEYS: [&str; 16] = [
+pub const RESERVED_OP_KEYS: [&str; 18] = [
     INPUT_NAME_KEY,
     INPUT_NAME_VALUE,
     OUTPUT_NAME_KEY,
@@ -42,6 +47,8 @@ pub const RESERVED_OP_KEYS: [&str; 16] = [
     IR_OUTPUTS_VALUE,
     SRC_OUT_PEER_INDEX,
     DATA_INPUT_COUNT,
+    RGE_DOMAIN,
+    RGE_OPSET,
     OPT_INPUT,
 ];
 

@@ -1,19 +1,22 @@
 //! `OpDef` ↔ `OpDesc`, without the edges (reference §7.1): I/O names from the
 //! `_input_name_*`/`_output_name_*` attr pairs, IR metadata from `_opt_input`/`_ir_*`, the
-//! legacy OpDef fields as compile state, and subgraph instance names.
+//! legacy OpDef fields as compile state, subgraph instance names, and the op domain/opset from
+//! rge's own `_rge_domain`/`_rge_opset` attrs (GE's OpDef has no field for them).
 
 use std::collections::HashSet;
 
 use rge_ir::op_desc::IrMeta;
 use rge_ir::{AttrValue, IrError, IrInputKind, IrOutputKind, OpDesc};
 
-use super::attr::{bare_list_i, bare_list_s, special_ints, special_strings, AttrDefMap};
-use super::error::{Fault, Within};
+use bytes::Bytes;
+
+use super::attr::{bare_list_i, bare_list_s, special_ints, special_strings, utf8, AttrDefMap};
+use super::error::{fault, Fault, Within};
 use super::keys::*;
 use super::reader::Reader;
 use super::writer::Writer;
 use crate::ge_proto::attr_def::Value as V;
-use crate::ge_proto::OpDef;
+use crate::ge_proto::{AttrDef, OpDef};
 
 /// An op read from an OpDef, with what the edge reader needs.
 pub(crate) struct OpRead {
@@ -144,6 +147,7 @@ impl Reader<'_> {
         }
         op.set_id(def.id);
         op.set_stream_id(def.stream_id);
+        read_domain_opset(a, &mut op)?;
         read_compile_state(def, &mut op);
         for (i, s) in def.subgraph_name.iter().enumerate() {
             op.set_subgraph_instance_name(i, s.clone());
@@ -200,6 +204,22 @@ impl Reader<'_> {
     }
 }
 
+/// `_rge_domain` / `_rge_opset` back into the OpDesc fields (rge's own attrs; a wrong value
+/// type is an error rather than a silently lost domain).
+fn read_domain_opset(a: &AttrDefMap, op: &mut OpDesc) -> Result<(), Fault> {
+    match a.get(RGE_DOMAIN).and_then(|d| d.value.as_ref()) {
+        None => {}
+        Some(V::S(b)) => op.set_domain(utf8(b).within(|| format!("attr `{RGE_DOMAIN}`"))?),
+        Some(_) => return Err(fault(format!("attr `{RGE_DOMAIN}` is not a string"))),
+    }
+    match a.get(RGE_OPSET).and_then(|d| d.value.as_ref()) {
+        None => {}
+        Some(V::I(v)) => op.set_opset(Some(*v)),
+        Some(_) => return Err(fault(format!("attr `{RGE_OPSET}` is not an int"))),
+    }
+    Ok(())
+}
+
 fn read_compile_state(def: &OpDef, op: &mut OpDesc) {
     let any = !(def.input_name.is_empty()
         && def.src_name.is_empty()
@@ -252,6 +272,23 @@ impl Writer<'_> {
             let (k, v) = sorted_names((0..op.output_count()).filter_map(|i| op.output_name(i)));
             attr.insert(OUTPUT_NAME_KEY.into(), bare_list_s(k));
             attr.insert(OUTPUT_NAME_VALUE.into(), bare_list_i(v));
+        }
+        if !op.domain().is_empty() {
+            let d = Bytes::copy_from_slice(op.domain().as_bytes());
+            attr.insert(
+                RGE_DOMAIN.into(),
+                AttrDef {
+                    value: Some(V::S(d)),
+                },
+            );
+        }
+        if let Some(v) = op.opset() {
+            attr.insert(
+                RGE_OPSET.into(),
+                AttrDef {
+                    value: Some(V::I(v)),
+                },
+            );
         }
         let opt = match op.attrs().get(OPT_INPUT) {
             Some(AttrValue::ListString(l)) => l.clone(),

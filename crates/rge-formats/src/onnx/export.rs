@@ -23,7 +23,9 @@ use crate::onnx_proto::{
 /// The opset a graph without `_onnx_opset_*` attributes is exported at.
 const DEFAULT_OPSET: i64 = 17;
 
-/// The operator sets recorded on the root graph (`_onnx_opset_<domain>`), else the default.
+/// The operator sets recorded on the root graph (`_onnx_opset_<domain>`), then those of op
+/// domains the graph does not record (from the ops' `opset`, the highest where they differ),
+/// else the default.
 pub(crate) fn graph_opsets(g: &ComputeGraph) -> Vec<(String, i64)> {
     let mut v: Vec<(String, i64)> = g
         .graph_attrs(g.root())
@@ -34,6 +36,23 @@ pub(crate) fn graph_opsets(g: &ComputeGraph) -> Vec<(String, i64)> {
             _ => None,
         })
         .collect();
+    let recorded = |d: &str, v: &[(String, i64)]| {
+        v.iter()
+            .any(|(x, _)| x == d || (d.is_empty() && x == "ai.onnx"))
+    };
+    let mut extra: Vec<(String, i64)> = Vec::new();
+    let graphs = std::iter::once(g.root()).chain(g.subgraphs().iter().copied());
+    for op in graphs.flat_map(|s| g.nodes_of(s)).filter_map(|n| g.op(n)) {
+        let Some(ver) = op.opset() else { continue };
+        if recorded(op.domain(), &v) {
+            continue;
+        }
+        match extra.iter_mut().find(|(d, _)| d == op.domain()) {
+            Some(e) => e.1 = e.1.max(ver),
+            None => extra.push((op.domain().to_string(), ver)),
+        }
+    }
+    v.extend(extra);
     if v.is_empty() {
         v.push((String::new(), DEFAULT_OPSET));
     }
@@ -137,7 +156,7 @@ pub(crate) fn export_model(m: &OnnxModel) -> Result<ModelProto> {
     })
 }
 
-/// What a node is in ONNX terms. Ops of another domain (`_onnx_domain`) are always nodes.
+/// What a node is in ONNX terms. Ops of another domain (`OpDesc::domain`) are always nodes.
 #[derive(PartialEq)]
 enum Role {
     Input,
@@ -148,7 +167,7 @@ enum Role {
 
 fn role(op: &rge_ir::OpDesc) -> Role {
     let t = op.op_type();
-    if op.attrs().contains(names::DOMAIN) {
+    if !op.domain().is_empty() {
         Role::Node
     } else if op_types::is_data(t) {
         Role::Input
@@ -260,7 +279,7 @@ impl<'a> Exporter<'a> {
                     .g
                     .parent_node(node.graph())
                     .and_then(|p| self.g.op(p))
-                    .is_some_and(|p| p.op_type() == "If" && !p.attrs().contains(names::DOMAIN))
+                    .is_some_and(|p| p.op_type() == "If" && p.domain().is_empty())
     }
 
     /// The ONNX name of the value at `a`, following captures out to the graph that defines it.
@@ -417,14 +436,14 @@ impl<'a> Exporter<'a> {
         let attrs = op.attrs();
         let formal = match attrs.get_int(names::FORMAL_INPUTS) {
             Ok(Some(k)) => usize::try_from(k).unwrap_or(0),
-            _ if op.op_type() == "If" && !attrs.contains(names::DOMAIN) => 1,
+            _ if op.op_type() == "If" && op.domain().is_empty() => 1,
             _ => op.input_count(),
         }
         .min(op.input_count());
         let mut np = NodeProto {
             name: op.name().to_string(),
             op_type: op.op_type().to_string(),
-            domain: str_attr(Some(attrs), names::DOMAIN).to_string(),
+            domain: op.domain().to_string(),
             overload: str_attr(Some(attrs), names::OVERLOAD).to_string(),
             doc_string: str_attr(Some(attrs), names::DOC_STRING).to_string(),
             metadata_props: entries(Some(attrs)),

@@ -61,6 +61,9 @@ pub(super) struct Importer<'p> {
     pub(super) frames: Vec<Frame<'p>>,
     pub(super) parents: Vec<Parent>,
     default_opset: i64,
+    /// The model's opset imports by domain ("" for the default domain, "ai.onnx" folded into
+    /// it); the highest version where a domain is imported twice.
+    opsets: HashMap<String, i64>,
     /// Below IR 4 every initializer is a graph input, so none is marked as a default.
     mark_defaults: bool,
     pub(super) warnings: Vec<String>,
@@ -112,6 +115,16 @@ impl<'p> Importer<'p> {
             .map(|o| o.version)
             .max()
             .unwrap_or(i64::MAX);
+        let mut opsets: HashMap<String, i64> = HashMap::new();
+        for o in &model.opset_import {
+            let d = if is_default_domain(&o.domain) {
+                ""
+            } else {
+                o.domain.as_str()
+            };
+            let v = opsets.entry(d.to_string()).or_insert(o.version);
+            *v = (*v).max(o.version);
+        }
         Importer {
             file: file.to_string(),
             ext,
@@ -122,6 +135,7 @@ impl<'p> Importer<'p> {
             frames: Vec::new(),
             parents: Vec::new(),
             default_opset,
+            opsets,
             mark_defaults: model.ir_version >= 4,
             warnings: Vec::new(),
         }
@@ -340,6 +354,8 @@ impl<'p> Importer<'p> {
             )?;
             let value = self.value_name(name, &gname);
             let mut op = OpDesc::new(&value, op_types::CONSTANT);
+            // Exported as a Constant node, so it carries the default domain's opset as nodes do.
+            op.set_opset(self.opsets.get("").copied());
             let mut desc = TensorDesc::default();
             desc.attrs_mut().set(names::ONNX_NAME, value.as_str());
             op.add_output("", desc).map_err(self.ir(&at))?;
@@ -476,6 +492,8 @@ impl<'p> Importer<'p> {
         at: &str,
     ) -> Result<(OpDesc, Vec<(String, String, &'p GraphProto)>)> {
         let mut op = OpDesc::new(name, &np.op_type);
+        op.set_domain(np.domain.as_str());
+        op.set_opset(self.opsets.get(op.domain()).copied());
         for _ in &np.input {
             op.add_input("", TensorDesc::default())
                 .map_err(self.ir(at))?;
@@ -540,9 +558,6 @@ impl<'p> Importer<'p> {
         }
         graphs.sort_by_key(|g| g.0);
         let attrs = op.attrs_mut();
-        if !np.domain.is_empty() {
-            attrs.set(names::DOMAIN, np.domain.clone());
-        }
         if !np.overload.is_empty() {
             attrs.set(names::OVERLOAD, np.overload.clone());
         }
@@ -631,8 +646,7 @@ impl<'p> Importer<'p> {
             {
                 let described = d.dtype() != rge_ir::DataType::Undefined
                     || !d.shape().is_scalar()
-                    || d.attrs().contains(names::ONNX_TYPE)
-                    || d.attrs().contains(names::ONNX_DTYPE);
+                    || d.attrs().contains(names::ONNX_TYPE);
                 if !always && described {
                     continue;
                 }

@@ -7,13 +7,8 @@ use std::collections::HashSet;
 pub const ONNX_NAME: &str = "_onnx_name";
 /// Desc: `dim_param` symbols by dim ("" where the dim has none); those dims are -1.
 pub const DIM_PARAMS: &str = "_onnx_dim_params";
-/// Desc: the ONNX data type where rge-ir has no exact type (FLOAT8E4M3FNUZ, FLOAT8E5M2FNUZ →
-/// DT_UINT8; UINT4 → DT_INT4).
-pub const ONNX_DTYPE: &str = "_onnx_dtype";
 /// Desc: an encoded non-tensor `TypeProto` (sequence, map, optional, sparse, opaque).
 pub const ONNX_TYPE: &str = "_onnx_type";
-/// Node: the operator set domain when not the default ONNX domain.
-pub const DOMAIN: &str = "_onnx_domain";
 /// Node: `NodeProto.overload` when set.
 pub const OVERLOAD: &str = "_onnx_overload";
 /// Node or graph: the doc string when set.

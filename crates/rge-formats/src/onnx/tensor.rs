@@ -193,13 +193,20 @@ fn int32_to_bytes(v: &[i32], dt: DataType, n: usize) -> Option<Result<Bytes, Str
             }
             v.iter().flat_map(|&x| (x as u16).to_le_bytes()).collect()
         }
-        D::Int8 | D::Uint8 | D::Bool | D::Float8E4M3Fn | D::Float8E5M2 | D::Float8E8M0 => {
+        D::Int8
+        | D::Uint8
+        | D::Bool
+        | D::Float8E4M3Fn
+        | D::Float8E4M3Fnuz
+        | D::Float8E5M2
+        | D::Float8E5M2Fnuz
+        | D::Float8E8M0 => {
             if let Err(e) = check(n) {
                 return Some(Err(e));
             }
             v.iter().map(|&x| x as u8).collect()
         }
-        D::Int4 | D::Float4E2M1 | D::Int2 | D::Uint2 => {
+        D::Int4 | D::Uint4 | D::Float4E2M1 | D::Int2 | D::Uint2 => {
             let per = if dt.bits() == Some(2) { 4 } else { 2 };
             if let Err(e) = check(n.div_ceil(per)) {
                 return Some(Err(e));

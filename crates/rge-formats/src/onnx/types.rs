@@ -8,18 +8,11 @@ use super::names;
 use crate::onnx_proto::tensor_shape_proto::{dimension, Dimension};
 use crate::onnx_proto::{type_proto, TensorShapeProto, TypeProto};
 
-/// ONNX `TensorProto.DataType` values that rge-ir has no type for, stored as a byte-compatible
-/// rge type plus the desc attr `_onnx_dtype`: FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ as DT_UINT8,
-/// UINT4 as DT_INT4 (same packing).
-const FLOAT8E4M3FNUZ: i32 = 18;
-const FLOAT8E5M2FNUZ: i32 = 20;
-const UINT4: i32 = 21;
-
-/// The rge type for ONNX data type `v`, and whether it is a stand-in that needs the
-/// `_onnx_dtype` tag. `None` for values outside the ONNX enum.
-pub(crate) fn dtype_from_onnx(v: i32) -> Option<(DataType, bool)> {
+/// The rge type for ONNX data type `v`; `None` for values outside the ONNX enum. Every ONNX
+/// type has its own rge type.
+pub(crate) fn dtype_from_onnx(v: i32) -> Option<DataType> {
     use DataType as D;
-    let dt = match v {
+    Some(match v {
         0 => D::Undefined,
         1 => D::Float,
         2 => D::Uint8,
@@ -38,9 +31,10 @@ pub(crate) fn dtype_from_onnx(v: i32) -> Option<(DataType, bool)> {
         15 => D::Complex128,
         16 => D::Bf16,
         17 => D::Float8E4M3Fn,
-        FLOAT8E4M3FNUZ | FLOAT8E5M2FNUZ => return Some((D::Uint8, true)),
+        18 => D::Float8E4M3Fnuz,
         19 => D::Float8E5M2,
-        UINT4 => return Some((D::Int4, true)),
+        20 => D::Float8E5M2Fnuz,
+        21 => D::Uint4,
         22 => D::Int4,
         23 => D::Float4E2M1,
         24 => D::Float8E8M0,
@@ -49,8 +43,7 @@ pub(crate) fn dtype_from_onnx(v: i32) -> Option<(DataType, bool)> {
         27 => D::Float6E2M3,
         28 => D::Float6E3M2,
         _ => return None,
-    };
-    Some((dt, false))
+    })
 }
 
 /// The ONNX data type of an rge type, `None` where ONNX has none.
@@ -75,7 +68,10 @@ pub(crate) fn dtype_to_onnx(dt: DataType) -> Option<i32> {
         D::Complex128 => 15,
         D::Bf16 => 16,
         D::Float8E4M3Fn => 17,
+        D::Float8E4M3Fnuz => 18,
         D::Float8E5M2 => 19,
+        D::Float8E5M2Fnuz => 20,
+        D::Uint4 => 21,
         D::Int4 => 22,
         D::Float4E2M1 => 23,
         D::Float8E8M0 => 24,
@@ -87,21 +83,15 @@ pub(crate) fn dtype_to_onnx(dt: DataType) -> Option<i32> {
     })
 }
 
-/// Sets `desc`'s data type from ONNX value `v` (tagging stand-ins); errors on unknown values.
+/// Sets `desc`'s data type from ONNX value `v`; errors on unknown values.
 pub(crate) fn set_onnx_dtype(desc: &mut TensorDesc, v: i32) -> Result<(), String> {
-    let (dt, tagged) = dtype_from_onnx(v).ok_or_else(|| format!("unknown ONNX data type {v}"))?;
+    let dt = dtype_from_onnx(v).ok_or_else(|| format!("unknown ONNX data type {v}"))?;
     desc.set_dtype(dt);
-    if tagged {
-        desc.attrs_mut().set(names::ONNX_DTYPE, i64::from(v));
-    }
     Ok(())
 }
 
-/// The ONNX data type of `desc` (its `_onnx_dtype` tag first).
+/// The ONNX data type of `desc`.
 pub(crate) fn onnx_dtype(desc: &TensorDesc) -> Option<i32> {
-    if let Ok(Some(v)) = desc.attrs().get_int(names::ONNX_DTYPE) {
-        return i32::try_from(v).ok();
-    }
     dtype_to_onnx(desc.dtype())
 }
 
@@ -172,10 +162,7 @@ pub(crate) fn type_from_desc(desc: &TensorDesc) -> Option<TypeProto> {
         .flatten()
         .unwrap_or(&[]);
     let shape = desc.shape();
-    if desc.dtype() == DataType::Undefined
-        && shape.is_scalar()
-        && !desc.attrs().contains(names::ONNX_DTYPE)
-    {
+    if desc.dtype() == DataType::Undefined && shape.is_scalar() {
         return None;
     }
     let shape = if shape.is_unknown_rank() {

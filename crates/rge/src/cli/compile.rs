@@ -8,10 +8,11 @@ use std::path::Path;
 use rge_runtime::{save_model, ExecutorKind};
 
 use super::{CliError, CliResult};
+use crate::engines::EngineArgs;
 
 /// `rge compile`.
-pub fn run(input: &Path, output: &Path) -> CliResult {
-    let s = super::run::session(ExecutorKind::Sequential, Some(1))?;
+pub fn run(input: &Path, output: &Path, engines: &EngineArgs) -> CliResult {
+    let s = super::run::session(ExecutorKind::Sequential, Some(1), engines)?;
     let m = super::run::build(&s, input)?;
     save_model(&m, output).map_err(|e| CliError::new(e.to_string()))?;
     let plan = m.plan();

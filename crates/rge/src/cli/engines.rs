@@ -1,14 +1,14 @@
-//! `rge engines`, `rge place` and `rge partition`.
+//! `rge engines`, `rge place` and `rge partition`, over the command line's one engine set.
 
 use std::path::Path;
 
 use rge_compiler::report;
-use rge_ops::OpRegistry;
 
 use super::{CliError, CliResult};
-use crate::{engines, model};
+use crate::engines::{engine_set, EngineArgs};
+use crate::model;
 
-fn pretty(v: serde_json::Value) -> String {
+pub(crate) fn pretty(v: serde_json::Value) -> String {
     format!(
         "{}\n",
         serde_json::to_string_pretty(&v).expect("plain json")
@@ -17,9 +17,9 @@ fn pretty(v: serde_json::Value) -> String {
 
 /// `rge engines [--json]`: engines with cost, runtime, atomic/composite, stream flags, and how
 /// many op types each supports.
-pub fn list(as_json: bool) -> CliResult {
-    let m = engines::default_manager(&OpRegistry::builtin())?;
-    let rows = report::list_engines(&m);
+pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
+    let set = engine_set(engines)?;
+    let rows = report::list_engines(set.manager());
     Ok(if as_json {
         pretty(report::engines_json(&rows))
     } else {
@@ -27,18 +27,17 @@ pub fn list(as_json: bool) -> CliResult {
     })
 }
 
-/// `rge place FILE [--exclude-engines a,b] [--engine-type T] [--json]`.
-pub fn place(
-    file: &Path,
-    exclude: Option<&str>,
-    engine_type: Option<&str>,
-    as_json: bool,
-) -> CliResult {
-    let (mut m, _) = model::load(file)?;
-    let options = report::cli_options(exclude, engine_type)?;
-    let manager = engines::default_manager(&OpRegistry::builtin())?;
-    let rows = report::place_graph(m.graph_mut(), &manager, &options)
+/// `rge place FILE [engine options] [--json]`: the placement of the compiled graph, as
+/// `rge run` executes it (inference and constant folding first).
+pub fn place(file: &Path, engines: &EngineArgs, as_json: bool) -> CliResult {
+    let (m, _) = model::load(file)?;
+    let set = engine_set(engines)?;
+    let graph = super::run::graph_of(m);
+    let compiled = set
+        .pipeline()
+        .compile(graph)
         .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    let rows = report::place_rows(&compiled.graph, &compiled.placement);
     Ok(if as_json {
         pretty(report::place_json(&rows))
     } else {
@@ -46,12 +45,19 @@ pub fn place(
     })
 }
 
-/// `rge partition FILE [--dot OUT] [--json]`.
-pub fn partition(file: &Path, dot: Option<&Path>, as_json: bool) -> CliResult {
-    let (mut m, _) = model::load(file)?;
-    let options = report::cli_options(None, None)?;
-    let manager = engines::default_manager(&OpRegistry::builtin())?;
-    let rep = report::partition_graph(m.graph_mut(), &manager, &options)
+/// `rge partition FILE [engine options] [--dot OUT] [--json]`.
+pub fn partition(
+    file: &Path,
+    engines: &EngineArgs,
+    dot: Option<&Path>,
+    as_json: bool,
+) -> CliResult {
+    let (m, _) = model::load(file)?;
+    let set = engine_set(engines)?;
+    let mut graph = super::run::graph_of(m);
+    set.prepare(&mut graph)
+        .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    let rep = report::partition_graph(&mut graph, set.manager(), set.options())
         .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
     if let Some(out) = dot {
         std::fs::write(out, &rep.dot)

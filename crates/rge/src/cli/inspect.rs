@@ -137,9 +137,38 @@ fn port_text(p: &Port) -> String {
     )
 }
 
+/// For a compiled model: nodes per engine, and the planned arena bytes.
+fn compiled_info(m: &model::Model) -> Option<(BTreeMap<String, usize>, i64)> {
+    let model::Model::Ge(ge) = m else {
+        return None;
+    };
+    if !ge.attrs.contains(rge_runtime::saved::COMPILED_ATTR) {
+        return None;
+    }
+    let g = &ge.graph;
+    let mut engines = BTreeMap::new();
+    for n in g.nodes_of(g.root()) {
+        if let Some(op) = g.op(n) {
+            let engine = op
+                .attrs()
+                .get_str(rge_compiler::attr_names::LXFUSION_ENGINE_NAME)
+                .ok()
+                .flatten()
+                .unwrap_or(op.engine_name());
+            *engines.entry(engine.to_string()).or_insert(0) += 1;
+        }
+    }
+    let memory = match ge.attrs.get("memory_size") {
+        Some(AttrValue::Int(v)) => *v,
+        _ => 0,
+    };
+    Some((engines, memory))
+}
+
 pub fn run(file: &Path, as_json: bool) -> CliResult {
     let (m, format) = model::load(file)?;
     let s = summarize(&m, format);
+    let compiled = compiled_info(&m);
     if as_json {
         let v = json!({
             "file": file.display().to_string(),
@@ -150,6 +179,10 @@ pub fn run(file: &Path, as_json: bool) -> CliResult {
             "inputs": s.inputs.iter().map(port_json).collect::<Vec<_>>(),
             "outputs": s.outputs.iter().map(port_json).collect::<Vec<_>>(),
             "weight_bytes": s.weight_bytes,
+            "compiled": compiled.as_ref().map(|(e, mem)| json!({
+                "engines": e,
+                "memory_size": mem,
+            })),
         });
         return Ok(format!(
             "{}\n",
@@ -172,5 +205,13 @@ pub fn run(file: &Path, as_json: bool) -> CliResult {
         out.push_str(&format!("  {t}: {c}\n"));
     }
     out.push_str(&format!("weight bytes: {}\n", s.weight_bytes));
+    if let Some((engines, mem)) = &compiled {
+        out.push_str(&format!(
+            "compiled model: arena {mem} bytes; nodes per engine:\n"
+        ));
+        for (e, c) in engines {
+            out.push_str(&format!("  {e}: {c}\n"));
+        }
+    }
     Ok(out)
 }

@@ -4,6 +4,7 @@ pub mod compile;
 pub mod conformance;
 pub mod convert;
 pub mod engines;
+pub mod explain;
 pub mod inspect;
 pub mod ops;
 pub mod run;

@@ -12,6 +12,7 @@ use rge_kernels::{DType, Tensor, TensorData, Value};
 use rge_runtime::{io, ExecutorKind, Model, Profiler, Session, SessionOptions};
 
 use super::{CliError, CliResult};
+use crate::engines::{engine_set, EngineArgs};
 use crate::model;
 
 /// What `rge run` was asked.
@@ -24,35 +25,40 @@ pub struct RunArgs {
     pub executor: Option<String>,
     pub threads: Option<usize>,
     pub profile: Option<PathBuf>,
+    pub engines: EngineArgs,
 }
 
-/// A session with the default kernels.
-pub fn session(executor: ExecutorKind, threads: Option<usize>) -> Result<Session, CliError> {
+/// A session over the command line's engine set.
+pub fn session(
+    executor: ExecutorKind,
+    threads: Option<usize>,
+    engines: &EngineArgs,
+) -> Result<Session, CliError> {
     Ok(Session::new(SessionOptions {
         executor,
         threads: threads.unwrap_or(0),
         // Large kernels split their work over the same number of threads.
         kernel_threads: threads.unwrap_or(1),
-        ..SessionOptions::with_kernels(crate::kernels::default_kernels())
+        ..SessionOptions::with_engines(engine_set(engines)?)
     })?)
 }
 
-/// Builds `path`: a compiled model (`.om`, or a GE ModelDef `rge compile` wrote) is loaded,
-/// anything else compiled.
+/// The graph of a loaded model.
+pub fn graph_of(m: model::Model) -> rge_ir::ComputeGraph {
+    match m {
+        model::Model::Onnx(o) => o.graph,
+        model::Model::Ge(g) => g.graph,
+    }
+}
+
+/// Builds `path`: a compiled model (recognised by its content, whatever the file's name) is
+/// loaded, anything else compiled.
 pub fn build(s: &Session, path: &Path) -> Result<Arc<Model>, CliError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if ext == "om" || (ext == "pb" && rge_runtime::is_compiled_model(path)) {
+    if rge_runtime::is_compiled_model(path) {
         return Ok(s.load_model(path)?);
     }
     let (m, _) = model::load(path)?;
-    let graph = match m {
-        model::Model::Onnx(o) => o.graph,
-        model::Model::Ge(g) => g.graph,
-    };
+    let graph = graph_of(m);
     s.compile_graph(graph)
         .map(Arc::new)
         .map_err(|e| CliError::new(format!("{}: {e}", path.display())))
@@ -120,7 +126,7 @@ pub fn run(args: &RunArgs) -> CliResult {
     if args.threads == Some(0) {
         return Err(CliError::new("option `--threads`: must be at least 1"));
     }
-    let s = session(executor, args.threads)?;
+    let s = session(executor, args.threads, &args.engines)?;
     let t0 = Instant::now();
     let m = build(&s, &args.model)?;
     let build_ms = t0.elapsed().as_secs_f64() * 1e3;

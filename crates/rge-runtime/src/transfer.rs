@@ -1,0 +1,198 @@
+//! Transfers between memory spaces (onnxruntime's memcpy transformer): a compile stage puts a
+//! transfer node on every data edge whose producer writes one memory space and whose consumer
+//! reads another, and nowhere else; the runtime lowers each into a copy between the two
+//! spaces' allocations.
+
+/// The name of the compile stage that inserts transfers.
+pub const STAGE: &str = "insert_transfers";
+/// The op type of a transfer node.
+pub const TRANSFER_OP: &str = "MemcpyAsync";
+/// The memory space a transfer reads.
+pub const FROM_SPACE_ATTR: &str = "_rge_from_space";
+/// The memory space a transfer writes.
+pub const TO_SPACE_ATTR: &str = "_rge_to_space";
+
+use std::collections::HashMap;
+
+use rge_compiler::EngineManager;
+use rge_ir::{ComputeGraph, NodeId, OpDesc};
+use rge_kernels::MemSpace;
+
+use crate::engines::is_local_op;
+use crate::lower::effective_engine;
+
+/// Local view ops: their output aliases their input, so they live in the input's space.
+fn is_view(op_type: &str) -> bool {
+    matches!(
+        op_type,
+        "Identity" | "Reshape" | "Squeeze" | "Unsqueeze" | "Flatten"
+    )
+}
+
+/// The space an engine's kernel for `op` uses on port `i` (input or output): the kernel
+/// definition's own space for the port when it names one, else the engine's.
+fn port_space(manager: &EngineManager, op: &OpDesc, i: usize, input: bool) -> MemSpace {
+    let Some(engine) = manager.get(effective_engine(op)) else {
+        return MemSpace::host();
+    };
+    let def = engine
+        .kernel_store()
+        .and_then(|s| s.kernel_set())
+        .and_then(|set| {
+            set.select(op, rge_engine::op_domain(op), rge_engine::op_opset(op))
+                .ok()
+        });
+    let port = def.and_then(|d| {
+        if input {
+            d.input(i).space.clone()
+        } else {
+            d.output(i).space.clone()
+        }
+    });
+    port.unwrap_or_else(|| engine.memory_space())
+}
+
+/// Where output `o` of `n` lives.
+fn output_space(
+    graph: &ComputeGraph,
+    manager: &EngineManager,
+    memo: &mut HashMap<(NodeId, usize), MemSpace>,
+    n: NodeId,
+    o: usize,
+) -> MemSpace {
+    if let Some(s) = memo.get(&(n, o)) {
+        return s.clone();
+    }
+    let Some(op) = graph.op(n) else {
+        return MemSpace::host();
+    };
+    let t = op.op_type();
+    let space = if t == TRANSFER_OP {
+        let to = op
+            .attrs()
+            .get_str(TO_SPACE_ATTR)
+            .ok()
+            .flatten()
+            .unwrap_or("host");
+        MemSpace::new(to)
+    } else if is_view(t) && is_local_op_on_local(op) {
+        match graph.node(n).and_then(|nd| nd.peer_of_input(0)) {
+            Some(a) => output_space(graph, manager, memo, a.node, a.index.max(0) as usize),
+            None => MemSpace::host(),
+        }
+    } else if is_local_op(t) && is_local_op_on_local(op) {
+        // Graph inputs and constants: the caller's and the model's host memory.
+        MemSpace::host()
+    } else {
+        port_space(manager, op, o, false)
+    };
+    memo.insert((n, o), space.clone());
+    space
+}
+
+fn is_local_op_on_local(op: &OpDesc) -> bool {
+    matches!(effective_engine(op), "local" | "host" | "cpu")
+}
+
+/// Where input `i` of `n` must be, `None` when it takes any space (views follow their input).
+fn input_space(manager: &EngineManager, op: &OpDesc, i: usize) -> Option<MemSpace> {
+    let t = op.op_type();
+    if t == TRANSFER_OP || (is_view(t) && is_local_op_on_local(op)) {
+        return None;
+    }
+    if is_local_op(t) && is_local_op_on_local(op) {
+        // Graph outputs go back to the caller's host memory.
+        return Some(MemSpace::host());
+    }
+    Some(port_space(manager, op, i, true))
+}
+
+/// Inserts a transfer on every data edge of the root graph whose producer writes another
+/// memory space than its consumer reads (one transfer per tensor and destination space,
+/// shared by its consumers). Returns the number inserted.
+pub fn insert_transfers(
+    graph: &mut ComputeGraph,
+    manager: &EngineManager,
+) -> Result<usize, String> {
+    let root = graph.root();
+    let order = rge_ops::topo_order(graph, root).map_err(|e| e.to_string())?;
+    let mut memo = HashMap::new();
+    // (producer, output, destination space) → the transfer node made for it.
+    let mut made: HashMap<(NodeId, usize, MemSpace), NodeId> = HashMap::new();
+    let mut inserted = 0;
+    for n in order {
+        let Some(op) = graph.op(n) else { continue };
+        if op.op_type() == TRANSFER_OP {
+            continue;
+        }
+        let op = op.clone();
+        let inputs: Vec<(usize, rge_ir::OutAnchor)> = graph
+            .node(n)
+            .map(|nd| {
+                (0..nd.in_data_count())
+                    .filter_map(|i| nd.peer_of_input(i).map(|a| (i, a)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (i, src) in inputs {
+            let Some(want) = input_space(manager, &op, i) else {
+                continue;
+            };
+            let out = src.index.max(0) as usize;
+            let have = output_space(graph, manager, &mut memo, src.node, out);
+            if have == want {
+                continue;
+            }
+            let key = (src.node, out, want.clone());
+            if let Some(&t) = made.get(&key) {
+                graph.unlink(src, n.input(i)).map_err(|e| e.to_string())?;
+                graph
+                    .link(t.out(0), n.input(i))
+                    .map_err(|e| e.to_string())?;
+                continue;
+            }
+            let desc = graph
+                .op(src.node)
+                .and_then(|p| p.output(out))
+                .cloned()
+                .ok_or_else(|| format!("node `{}` has no output {out}", graph.name_of(src.node)))?;
+            let name = format!("{}_{}_to_{}", graph.name_of(src.node), out, want.name());
+            let mut t = OpDesc::new(name, TRANSFER_OP);
+            t.add_input("x", desc.clone()).map_err(|e| e.to_string())?;
+            t.add_output("y", desc).map_err(|e| e.to_string())?;
+            t.attrs_mut().set(FROM_SPACE_ATTR, have.name());
+            t.attrs_mut().set(TO_SPACE_ATTR, want.name());
+            // The copy belongs to the engine on the device side of the crossing (as
+            // onnxruntime gives memcpy nodes to the non-CPU provider).
+            let engine = if want.is_host() {
+                graph.op(src.node).map(|p| effective_engine(p).to_string())
+            } else {
+                Some(op.engine_name().to_string())
+            };
+            t.set_engine_name(engine.unwrap_or_default());
+            t.set_stream_id(op.stream_id());
+            let tn = graph.add_node_before(n, t).map_err(|e| e.to_string())?;
+            graph
+                .insert_node_between(src, n.input(i), tn, 0, 0)
+                .map_err(|e| e.to_string())?;
+            memo.insert((tn, 0), want.clone());
+            made.insert(key, tn);
+            inserted += 1;
+        }
+    }
+    Ok(inserted)
+}
+
+/// The copy a transfer lowers into. rge's memory spaces are all addressable from the host
+/// (each with its own allocation), so the copy is a memcpy between the two allocations.
+pub struct CopyKernel;
+
+impl rge_kernels::Kernel for CopyKernel {
+    fn compute(&self, ctx: &mut rge_kernels::KernelCtx<'_>) -> rge_kernels::KernelResult<()> {
+        let x = ctx.input(0)?;
+        let src = x.bytes()?;
+        let out = ctx.output_bytes(0, x.dtype(), x.shape())?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+}
