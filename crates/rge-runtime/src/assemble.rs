@@ -82,7 +82,7 @@ pub(crate) fn finish(
     // (buffer, step) of every in-place write, in step order.
     let mut in_place_writers: Vec<(u32, u32)> = Vec::new();
     for (si, st) in steps.iter().enumerate() {
-        let Some((i, o)) = st.kernel.reuse_input() else {
+        let Some((i, o)) = st.in_place else {
             continue;
         };
         let (Some(Some(src)), Some(&out)) = (st.inputs.get(i), st.outputs.get(o)) else {

@@ -423,7 +423,8 @@ impl<'e> Lowering<'e> {
                 self.space_index(&s)
             })
             .collect();
-        self.push_step(n, engine_name, kernel_name, kernel, &out_spaces)
+        let in_place = kernel.reuse_input().or(def.in_place);
+        self.push_step(n, engine_name, kernel_name, kernel, &out_spaces, in_place)
     }
 
     /// The index of memory space `s` in this program (0: the host's).
@@ -464,6 +465,7 @@ impl<'e> Lowering<'e> {
             name,
             Box::new(crate::transfer::CopyKernel),
             &[space],
+            None,
         )
     }
 
@@ -475,6 +477,7 @@ impl<'e> Lowering<'e> {
         kernel_name: String,
         kernel: Box<dyn Kernel>,
         out_spaces: &[u8],
+        in_place: Option<(usize, usize)>,
     ) -> RuntimeResult<()> {
         let op = self.op(n)?;
         let graph = self.graph;
@@ -548,6 +551,7 @@ impl<'e> Lowering<'e> {
             subgraphs: subgraphs.into(),
             workspace: workspace.into(),
             dynamic,
+            in_place,
         });
         // Control predecessors: a dependency on the steps standing for them.
         self.eff.insert(n, SmallVec::from_elem(step, 1));

@@ -91,6 +91,9 @@ pub struct Step {
     pub workspace: Box<[i64]>,
     /// True when an output's shape is only known at run time (the step infers it).
     pub dynamic: bool,
+    /// `(input, output)` the output may be written over (the kernel's `reuse_input`, or its
+    /// definition's in-place fact).
+    pub in_place: Option<(usize, usize)>,
 }
 
 impl std::fmt::Debug for Step {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use rge::cli::{self, run::RunArgs};
 use rge::engines::EngineArgs;
 use rge_engine::{BasicEngine, EngineAttributes, KernelStore};
-use rge_kernels::{DType, Kernel, KernelCtx, KernelDef, KernelResult, KernelSet, MemSpace, TypeSet};
+use rge_kernels::{
+    DType, Kernel, KernelCtx, KernelDef, KernelResult, KernelSet, MemSpace, TypeSet,
+};
 use rge_runtime::memory::SpaceAllocator;
 use rge_runtime::EngineSet;
 
@@ -60,7 +62,12 @@ fn the_placement_rge_place_prints_is_what_rge_run_ran() {
         )
         .unwrap();
         let mut ran = 0;
-        for e in v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X") {
+        for e in v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+        {
             let node = e["name"].as_str().unwrap();
             let find = |doc: &serde_json::Value| {
                 doc["nodes"]
@@ -98,7 +105,10 @@ fn explain_json_text_and_html_of_the_example() {
         .unwrap();
     assert_eq!(conv["engine"], "cpu");
     assert_eq!(conv["kernel"], "cpu.Conv");
-    assert!(conv["partition"].is_string() && conv["stream"].is_u64(), "{conv}");
+    assert!(
+        conv["partition"].is_string() && conv["stream"].is_u64(),
+        "{conv}"
+    );
     let c = conv["candidates"].as_array().unwrap();
     // Every engine, in cost order, with its answer and reason.
     let costs: Vec<u64> = c.iter().map(|x| x["cost"].as_u64().unwrap()).collect();
@@ -107,7 +117,10 @@ fn explain_json_text_and_html_of_the_example() {
     assert_eq!(cpu["supported"], true);
     let custom = c.iter().find(|x| x["engine"] == "custom").unwrap();
     assert_eq!(custom["supported"], false);
-    assert!(custom["reason"].as_str().unwrap().contains("no kernel"), "{custom}");
+    assert!(
+        custom["reason"].as_str().unwrap().contains("no kernel"),
+        "{custom}"
+    );
     let cpu_share = v["engines"]
         .as_array()
         .unwrap()
@@ -118,7 +131,11 @@ fn explain_json_text_and_html_of_the_example() {
         .unwrap();
     assert!(cpu_share > 0.99, "{cpu_share}");
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("<svg") && page.contains("cpu"), "{}", &page[..200.min(page.len())]);
+    assert!(
+        page.contains("<svg") && page.contains("cpu"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
     let text = cli::explain::run(&model, &EngineArgs::default(), false, None).unwrap();
     assert!(text.contains("custom (0): no"), "{text}");
     // Excluding cpu: the reason says so, and Conv goes to the host engine.
@@ -150,7 +167,7 @@ impl Kernel for DevRelu {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let x = ctx.input(0)?;
         let v: Vec<f32> = x.as_slice::<f32>()?.to_vec();
-        let out = ctx.output::<f32>(0, &x.shape().to_vec())?;
+        let out = ctx.output::<f32>(0, x.shape())?;
         for (o, a) in out.iter_mut().zip(v) {
             *o = a.max(0.0);
         }
@@ -174,24 +191,38 @@ impl SpaceAllocator for DevMemory {
 fn explain_lists_the_transfers_and_memory_spaces() {
     let mut set = KernelSet::new();
     set.add(
-        KernelDef::new("dev.Relu", "Relu", |_| Ok(Box::new(DevRelu) as Box<dyn Kernel>))
-            .all_inputs(TypeSet::of(&[DType::Float])),
+        KernelDef::new("dev.Relu", "Relu", |_| {
+            Ok(Box::new(DevRelu) as Box<dyn Kernel>)
+        })
+        .all_inputs(TypeSet::of(&[DType::Float])),
     );
     let mut attrs = EngineAttributes::new("dev", 1);
     attrs.mem_types = vec!["dev".into()];
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
-    b.standard_engines(&rge::kernels::default_kernels()).unwrap();
+    b.standard_engines(&rge::kernels::default_kernels())
+        .unwrap();
     b.register(BasicEngine::new(attrs).with_store(KernelStore::new("dev", "dev_kernels", 1, set)));
     b.memory_space(Arc::new(DevMemory));
     let engines = b.build().unwrap();
     let (m, _) = rge::model::load(&root().join("examples/tiny_cnn.onnx")).unwrap();
     let compiled = engines.compile(cli::run::graph_of(m)).unwrap();
     let report = cli::explain::explain(&engines, &compiled, "tiny_cnn").unwrap();
-    let relu: Vec<_> = report.nodes.iter().filter(|n| n.op_type == "Relu").collect();
+    let relu: Vec<_> = report
+        .nodes
+        .iter()
+        .filter(|n| n.op_type == "Relu")
+        .collect();
     assert!(!relu.is_empty());
-    assert!(relu.iter().all(|n| n.engine == "dev" && n.memory_space == "dev"));
+    assert!(relu
+        .iter()
+        .all(|n| n.engine == "dev" && n.memory_space == "dev"));
     // Each Relu sits between two host nodes: one transfer in, one out.
-    assert_eq!(report.transfers.len(), 2 * relu.len(), "{:?}", report.transfers);
+    assert_eq!(
+        report.transfers.len(),
+        2 * relu.len(),
+        "{:?}",
+        report.transfers
+    );
     assert!(report
         .transfers
         .iter()

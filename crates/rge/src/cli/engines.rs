@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use rge_compiler::report;
+use std::sync::Arc;
+
+use rge_compiler::{report, CompiledModel};
+use rge_runtime::EngineSet;
 
 use super::{CliError, CliResult};
 use crate::engines::{engine_set, EngineArgs};
@@ -27,16 +30,24 @@ pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
     })
 }
 
+/// Loads `file` and compiles it with the engine set of `engines`, as `rge run` does.
+pub(crate) fn compile_file(
+    file: &Path,
+    engines: &EngineArgs,
+) -> Result<(Arc<EngineSet>, CompiledModel), CliError> {
+    let (m, _) = model::load(file)?;
+    let set = engine_set(engines)?;
+    let compiled = set
+        .pipeline()
+        .compile(super::run::graph_of(m))
+        .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    Ok((set, compiled))
+}
+
 /// `rge place FILE [engine options] [--json]`: the placement of the compiled graph, as
 /// `rge run` executes it (inference and constant folding first).
 pub fn place(file: &Path, engines: &EngineArgs, as_json: bool) -> CliResult {
-    let (m, _) = model::load(file)?;
-    let set = engine_set(engines)?;
-    let graph = super::run::graph_of(m);
-    let compiled = set
-        .pipeline()
-        .compile(graph)
-        .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    let (_, compiled) = compile_file(file, engines)?;
     let rows = report::place_rows(&compiled.graph, &compiled.placement);
     Ok(if as_json {
         pretty(report::place_json(&rows))

@@ -12,22 +12,15 @@ use rge_ir::ComputeGraph;
 use rge_runtime::EngineSet;
 
 use super::{CliError, CliResult};
-use crate::engines::{engine_set, EngineArgs};
+use crate::engines::EngineArgs;
 use crate::explain::{
     flops::node_flops, report::shape_label, Candidate, EdgeExplain, EngineSummary, ExplainReport,
     NodeExplain, PartitionExplain, TransferExplain,
 };
-use crate::model;
 
 /// `rge explain`.
 pub fn run(file: &Path, engines: &EngineArgs, as_json: bool, html: Option<&Path>) -> CliResult {
-    let (m, _) = model::load(file)?;
-    let set = engine_set(engines)?;
-    let graph = super::run::graph_of(m);
-    let compiled = set
-        .pipeline()
-        .compile(graph)
-        .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    let (set, compiled) = super::engines::compile_file(file, engines)?;
     let report = explain(&set, &compiled, &file.display().to_string())
         .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
     if let Some(out) = html {
