@@ -142,7 +142,12 @@ impl Pipeline {
     /// Runs `stage` of every engine's optimizer on `graph`, in cost order, each through its
     /// own rewriter.
     fn optimize_all(&self, graph: &mut ComputeGraph, stage: OptimizeStage) -> CompileResult<()> {
+        // An excluded engine takes no part: its rewrites would make ops only it runs.
+        let excl = self.manager.exclusions(&self.options)?;
         for &id in self.manager.by_cost() {
+            if excl.is_excluded(id) {
+                continue;
+            }
             if let Some(o) = self.manager.engine(id).graph_optimizer() {
                 let mut rw = GraphRewriter::new(graph, self.manager.name(id), stage);
                 o.optimize(&mut rw)

@@ -114,6 +114,7 @@ pub fn interpret(
             input_types: &input_types,
             output_types: &output_types,
             subgraph_attrs: &subgraph_attrs,
+            constants: &[],
         };
         let kernel = registry
             .create(&init)

@@ -213,6 +213,7 @@ fn build(engine: &dyn Engine, op: &OpDesc) -> KernelResult<Box<dyn Kernel>> {
         input_types: &inputs,
         output_types: &outputs,
         subgraph_attrs: &[],
+        constants: &[],
     };
     (def.factory)(&init)
 }

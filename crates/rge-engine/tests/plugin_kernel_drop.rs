@@ -37,6 +37,7 @@ fn dropped_plugin_kernels_are_destroyed() {
         input_types: &inputs,
         output_types: &outputs,
         subgraph_attrs: &[],
+        constants: &[],
     };
     let a = (def.factory)(&init).unwrap();
     let b = (def.factory)(&init).unwrap();

@@ -39,6 +39,7 @@ fn run_n(
         input_types: &types,
         output_types: &[],
         subgraph_attrs: &[],
+        constants: &[],
     };
     let kernel = reg.create(&init)?;
     let values: Vec<Option<Value>> = inputs

@@ -33,6 +33,7 @@ fn run_t(
         input_types: &input_types,
         output_types: &[],
         subgraph_attrs: &[],
+        constants: &[],
     };
     let kernel = reg.create(&init)?;
     let values: Vec<Option<Value>> = inputs

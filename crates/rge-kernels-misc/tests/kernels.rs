@@ -39,6 +39,7 @@ fn run(
         input_types: &types,
         output_types: &[],
         subgraph_attrs: &[],
+        constants: &[],
     };
     let kernel = registry().create(&init)?;
     let refs: Vec<Option<&Value>> = values.iter().map(Option::as_ref).collect();

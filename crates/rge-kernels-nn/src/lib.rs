@@ -14,6 +14,10 @@ mod pool;
 mod roi;
 mod util;
 
+/// The sliding-window geometry (auto_pad, pads, strides, dilations) of Conv-like ops, shared
+/// with the faster engines so their windows are exactly the reference's.
+pub use util::{AutoPad, Geometry, WindowAttrs};
+
 use rge_kernels::{KernelFactory, KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
 /// Every op of this family (default ONNX domain) and its kernel factory.

@@ -113,7 +113,7 @@ pub(crate) fn usize_list(init: &KernelInit<'_>, name: &str) -> KernelResult<Opti
 
 /// ONNX `auto_pad`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AutoPad {
+pub enum AutoPad {
     NotSet,
     SameUpper,
     SameLower,
@@ -121,7 +121,7 @@ pub(crate) enum AutoPad {
 }
 
 impl AutoPad {
-    pub(crate) fn parse(init: &KernelInit<'_>) -> KernelResult<Self> {
+    pub fn parse(init: &KernelInit<'_>) -> KernelResult<Self> {
         Ok(match init.str_or("auto_pad", "NOTSET")? {
             "NOTSET" | "" => AutoPad::NotSet,
             "SAME_UPPER" => AutoPad::SameUpper,
@@ -140,7 +140,7 @@ impl AutoPad {
 /// The sliding-window attributes shared by Conv-like and pooling ops (any may be absent: they
 /// default from the input rank at compute time).
 #[derive(Debug, Clone)]
-pub(crate) struct WindowAttrs {
+pub struct WindowAttrs {
     pub auto_pad: AutoPad,
     pub kernel: Option<Vec<usize>>,
     pub strides: Option<Vec<usize>>,
@@ -150,7 +150,7 @@ pub(crate) struct WindowAttrs {
 }
 
 impl WindowAttrs {
-    pub(crate) fn parse(init: &KernelInit<'_>) -> KernelResult<Self> {
+    pub fn parse(init: &KernelInit<'_>) -> KernelResult<Self> {
         let strides = usize_list(init, "strides")?;
         if strides.as_ref().is_some_and(|s| s.contains(&0)) {
             return Err(KernelError::attr("strides", "must be positive"));
@@ -179,11 +179,7 @@ impl WindowAttrs {
 
     /// Resolves the geometry for `input` spatial dims; `kernel` is used when the attribute is
     /// absent (Conv reads it from W).
-    pub(crate) fn resolve(
-        &self,
-        input: &[usize],
-        kernel: Option<&[usize]>,
-    ) -> KernelResult<Geometry> {
+    pub fn resolve(&self, input: &[usize], kernel: Option<&[usize]>) -> KernelResult<Geometry> {
         let n = input.len();
         let kernel: Vec<usize> = match (&self.kernel, kernel) {
             (Some(k), _) => k.clone(),
@@ -269,7 +265,7 @@ impl WindowAttrs {
 
 /// A resolved sliding-window geometry over the spatial dims.
 #[derive(Debug, Clone)]
-pub(crate) struct Geometry {
+pub struct Geometry {
     pub input: Vec<usize>,
     pub kernel: Vec<usize>,
     pub strides: Vec<usize>,

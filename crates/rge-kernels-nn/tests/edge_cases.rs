@@ -51,6 +51,7 @@ fn run_threads(
         input_types: &in_types,
         output_types: &out_types,
         subgraph_attrs: &[],
+        constants: &[],
     };
     let k = registry().create(&init)?;
     let vals: Vec<Option<Value>> = inputs

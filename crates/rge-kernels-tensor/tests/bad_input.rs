@@ -33,6 +33,7 @@ fn run(
         input_types: &[],
         output_types: &[],
         subgraph_attrs: &[],
+        constants: &[],
     };
     let kernel = registry().create(&init)?;
     let refs: Vec<Option<&Value>> = inputs.iter().map(Option::as_ref).collect();

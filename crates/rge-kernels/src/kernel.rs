@@ -46,6 +46,9 @@ pub struct KernelInit<'a> {
     pub output_types: &'a [Option<DType>],
     /// The ONNX attribute name of each subgraph slot, in slot order (`then_branch` …).
     pub subgraph_attrs: &'a [String],
+    /// The inputs that are constants of the model (weights), by input index (`None`: computed
+    /// at run time, or not known to be constant): what a kernel may prepack when it is built.
+    pub constants: &'a [Option<&'a Tensor>],
 }
 
 impl<'a> KernelInit<'a> {
@@ -173,6 +176,11 @@ impl<'a> KernelInit<'a> {
     /// The known type of output `i`.
     pub fn output_type(&self, i: usize) -> Option<DType> {
         self.output_types.get(i).copied().flatten()
+    }
+
+    /// Input `i` when it is a constant of the model.
+    pub fn constant(&self, i: usize) -> Option<&'a Tensor> {
+        self.constants.get(i).copied().flatten()
     }
 }
 

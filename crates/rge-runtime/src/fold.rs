@@ -477,6 +477,7 @@ impl Planner<'_> {
             input_types: &input_types,
             output_types: &output_types,
             subgraph_attrs: &[],
+            constants: &[],
         };
         let run = || -> Result<Vec<Option<Value>>, String> {
             let kernel = registry.create(&init).map_err(|e| e.to_string())?;

@@ -22,6 +22,7 @@ pub mod profile;
 pub mod program;
 pub mod saved;
 pub mod session;
+pub mod shape_cache;
 pub mod single_op;
 pub mod transfer;
 
@@ -36,4 +37,5 @@ pub use profile::Profiler;
 pub use program::Program;
 pub use saved::{is_compiled_model, save_model};
 pub use session::{Session, SessionOptions};
+pub use shape_cache::{ShapeSpecializedModel, DEFAULT_SHAPE_CACHE_CAPACITY};
 pub use single_op::{OpSpec, SingleOp};

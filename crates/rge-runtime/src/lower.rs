@@ -385,6 +385,7 @@ impl<'e> Lowering<'e> {
             Some(AttrValue::ListString(v)) => v.clone(),
             _ => Vec::new(),
         };
+        let constants = self.constant_inputs(n)?;
         let init = KernelInit {
             node_name: op.name(),
             op_type: op.op_type(),
@@ -394,6 +395,7 @@ impl<'e> Lowering<'e> {
             input_types: &input_types,
             output_types: &output_types,
             subgraph_attrs: &subgraph_attrs,
+            constants: &constants,
         };
         // A saved compiled model names the kernel it was compiled for: another engine set
         // (a different build, missing plugin) must not silently run something else.
@@ -425,6 +427,27 @@ impl<'e> Lowering<'e> {
             .collect();
         let in_place = kernel.reuse_input().or(def.in_place);
         self.push_step(n, engine_name, kernel_name, kernel, &out_spaces, in_place)
+    }
+
+    /// The inputs of `n` that are constants of the program, as the kernel will see them (a
+    /// view of a constant with another shape is left out).
+    fn constant_inputs(&self, n: NodeId) -> RuntimeResult<Vec<Option<&Tensor>>> {
+        let count = self.graph.node(n).map_or(0, |nd| nd.in_data_count());
+        let mut out = Vec::with_capacity(count);
+        for i in 0..count {
+            let c = self.input_slot(n, i)?.and_then(|s| {
+                let slot = &self.slots[s as usize];
+                match slot.storage {
+                    Storage::Const(k) => {
+                        let t = &self.consts[k as usize];
+                        (!slot.view || slot.shape.as_deref() == Some(t.shape())).then_some(t)
+                    }
+                    _ => None,
+                }
+            });
+            out.push(c);
+        }
+        Ok(out)
     }
 
     /// The index of memory space `s` in this program (0: the host's).

@@ -227,6 +227,18 @@ impl Session {
         self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len())
     }
 
+    /// A session with the same options, engines and thread pool, and no graphs (what a
+    /// shape-specialized model compiles with).
+    pub(crate) fn share(&self) -> Session {
+        Session {
+            options: self.options.clone(),
+            engines: self.engines.clone(),
+            pool: self.pool.clone(),
+            graphs: BTreeMap::new(),
+            ops_cache: Mutex::new(HashMap::new()),
+        }
+    }
+
     pub(crate) fn op_cache(&self) -> &Mutex<HashMap<String, Arc<SingleOp>>> {
         &self.ops_cache
     }

@@ -2,7 +2,8 @@
 //! explains or runs builds it here, from the same engine options (`--exclude-engines`,
 //! `--engine-type`, `--engine-plugin`), so `rge place` shows the placement `rge run` executes.
 //! The engines themselves are rge-runtime's standard set over every kernel family
-//! ([`crate::kernels::default_kernels`]) plus the plugins' engines.
+//! ([`crate::kernels::default_kernels`]: `local`, `cpu`, `host`), the `dense` engine
+//! (`rge-dense`: packed GEMM and convolution kernels), then the plugins' engines.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     options.verbose = args.verbose;
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
+    b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     for p in &args.plugins {
         b.load_plugin(p)?;
     }

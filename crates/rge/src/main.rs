@@ -55,6 +55,9 @@ enum Command {
         /// Infer and print every tensor's dtype and shape.
         #[arg(long)]
         shapes: bool,
+        /// NAME=D0,D1,…: fix an input's dims before inference; repeatable.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shape: Vec<String>,
     },
     /// Engines: cost, runtime, atomic/composite, stream flags, op types supported.
     Engines {
@@ -119,6 +122,38 @@ enum Command {
         /// Write a Chrome trace of the run.
         #[arg(long)]
         profile: Option<PathBuf>,
+        /// NAME=D0,D1,…: fix an input's dims before compiling; repeatable.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
+        #[command(flatten)]
+        engines: EngineOpts,
+    },
+    /// Compile once (timed), warm up, time each run: min/median/p90 and time share per op type.
+    Bench {
+        model: PathBuf,
+        /// NAME=FILE (.npy or ONNX TensorProto .pb); repeatable; others are random.
+        #[arg(long = "input")]
+        inputs: Vec<String>,
+        /// NAME=D0,D1,…: fix an input's dims before compiling; repeatable.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
+        /// Executor pool and kernel threads.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Timed runs.
+        #[arg(long, default_value_t = cli::bench::DEFAULT_RUNS)]
+        runs: usize,
+        /// Untimed runs before the timed ones.
+        #[arg(long, default_value_t = cli::bench::DEFAULT_WARMUP)]
+        warmup: usize,
+        /// sequential, topological, parallel, priority or stream.
+        #[arg(long)]
+        executor: Option<String>,
+        /// Write the outputs of the last timed run as DIR/NAME.npy.
+        #[arg(long)]
+        output_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         engines: EngineOpts,
     },
@@ -127,6 +162,9 @@ enum Command {
         model: PathBuf,
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
+        /// NAME=D0,D1,…: fix an input's dims before compiling; repeatable.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
         #[command(flatten)]
         engines: EngineOpts,
     },
@@ -158,9 +196,18 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
-        Command::Inspect { file, json, shapes } => {
+        Command::Inspect {
+            file,
+            json,
+            shapes,
+            shape,
+        } => {
             if shapes {
-                cli::shapes::run(&file, json)
+                cli::shapes::run_with_shapes(&file, json, &shape)
+            } else if let Some(s) = shape.first() {
+                Err(cli::CliError::new(format!(
+                    "--shape `{s}`: only with --shapes"
+                )))
             } else {
                 cli::inspect::run(&file, json)
             }
@@ -192,21 +239,49 @@ fn main() -> ExitCode {
             executor,
             threads,
             profile,
+            shapes,
             engines,
-        } => cli::run::run(&cli::run::RunArgs {
+        } => cli::run::run_with_shapes(
+            &cli::run::RunArgs {
+                model,
+                inputs,
+                output_dir,
+                executor,
+                threads,
+                profile,
+                engines: engines.args(),
+            },
+            &shapes,
+        ),
+        Command::Bench {
             model,
             inputs,
-            output_dir,
-            executor,
+            shapes,
             threads,
-            profile,
+            runs,
+            warmup,
+            executor,
+            output_dir,
+            json,
+            engines,
+        } => cli::bench::run(&cli::bench::BenchArgs {
+            model,
+            inputs,
+            shapes,
+            threads,
+            executor,
+            runs,
+            warmup,
+            json,
+            output_dir,
             engines: engines.args(),
         }),
         Command::Compile {
             model,
             output,
+            shapes,
             engines,
-        } => cli::compile::run(&model, &output, &engines.args()),
+        } => cli::compile::run_with_shapes(&model, &output, &engines.args(), &shapes),
         Command::Conformance {
             dir,
             filter,

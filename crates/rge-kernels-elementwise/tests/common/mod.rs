@@ -61,6 +61,7 @@ pub fn kernel(op: &str, inputs: &[Tensor]) -> Box<dyn Kernel> {
         input_types: &types,
         output_types: &[],
         subgraph_attrs: &[],
+        constants: &[],
     })
     .unwrap()
 }

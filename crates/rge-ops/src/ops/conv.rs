@@ -356,7 +356,28 @@ fn max_roi_pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
 
 const CONV_ATTRS: &str = "auto_pad:string=NOTSET, dilations:ints, group:int=1, kernel_shape:ints, pads:ints, strides:ints";
 
+/// The domain of rge's own fused ops (what engine optimizers make of op patterns).
+pub const RGE_DOMAIN: &str = "ai.rge";
+
+/// The attributes of a fused epilogue: the activation and its parameters (see docs/dense.md).
+pub const EPILOGUE_ATTRS: &str = "activation:string=, activation_params:floats";
+
+/// A Conv with its epilogue: `Y = act(conv(X, W) + B + Z)` (B per output channel, Z a tensor of
+/// Y's shape, both optional), made by the dense engine's optimizer.
+fn fused_conv(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    conv(ctx)
+}
+
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    b.register(
+        crate::proto::OpProto::new(RGE_DOMAIN, "FusedConv", 1)
+            .sig("X:T, W:T, B?:T, Z?:T -> Y:T")
+            .attrs(CONV_ATTRS)
+            .attrs(EPILOGUE_ATTRS)
+            .tc("T", FLOATS)
+            .infer(fused_conv)
+            .format(FormatRule::Spatial),
+    )?;
     for v in [1, 11, 22] {
         b.register(
             op("Conv", v)

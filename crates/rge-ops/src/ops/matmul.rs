@@ -188,6 +188,16 @@ fn det(ctx: &mut InferCtx<'_>) -> OpResult<()> {
 }
 
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    // A MatMul with its epilogue: `Y = act(A·B + bias + Z)` (bias over the last dim, Z of Y's
+    // shape, both optional), made by the dense engine's optimizer.
+    b.register(
+        crate::proto::OpProto::new(super::conv::RGE_DOMAIN, "FusedMatMul", 1)
+            .sig("A:T, B:T, bias?:T, Z?:T -> Y:T")
+            .attrs(super::conv::EPILOGUE_ATTRS)
+            .tc("T", FLOATS)
+            .infer(matmul)
+            .format(FormatRule::Nd),
+    )?;
     for v in [1, 9, 13] {
         b.register(
             op("MatMul", v)

@@ -12,8 +12,18 @@ use crate::engines::EngineArgs;
 
 /// `rge compile`.
 pub fn run(input: &Path, output: &Path, engines: &EngineArgs) -> CliResult {
+    run_with_shapes(input, output, engines, &[])
+}
+
+/// `rge compile` with `--shape NAME=DIMS` options: those inputs fixed before compiling.
+pub fn run_with_shapes(
+    input: &Path,
+    output: &Path,
+    engines: &EngineArgs,
+    shapes: &[String],
+) -> CliResult {
     let s = super::run::session(ExecutorKind::Sequential, Some(1), engines)?;
-    let m = super::run::build(&s, input)?;
+    let m = super::shape_args::build_once(&s, input, shapes)?;
     save_model(&m, output).map_err(|e| CliError::new(e.to_string()))?;
     let plan = m.plan();
     Ok(format!(

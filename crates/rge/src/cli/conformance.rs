@@ -39,8 +39,9 @@ pub struct ConformanceArgs<'a> {
 }
 
 fn session() -> Result<Session, String> {
-    let options = SessionOptions::with_kernels(crate::kernels::default_kernels());
-    Session::new(options).map_err(|e| e.to_string())
+    // The command line's engine set: the node tests run on the engines `rge run` uses.
+    let engines = crate::engines::default_engine_set().map_err(|e| e.to_string())?;
+    Session::new(SessionOptions::with_engines(engines)).map_err(|e| e.to_string())
 }
 
 pub fn run(args: &ConformanceArgs<'_>) -> CliResult {

@@ -94,6 +94,10 @@ pub fn explain(
             .get(&engine)
             .map_or_else(|| "host".to_string(), |e| e.memory_space().to_string());
         let mut notes = Vec::new();
+        if let Some(rge_ir::AttrValue::ListString(v)) = op.attrs().get(rge_dense::fuse::FUSED_ATTR)
+        {
+            notes.push(format!("fused by the dense engine from: {}", v.join(", ")));
+        }
         if compiled.placement.get(n).is_some() {
             notes.push(compiled.placement.reason(graph, n));
         }

@@ -1,5 +1,6 @@
 //! The `rge` commands as functions that return their output, so tests can call them.
 
+pub mod bench;
 pub mod compile;
 pub mod conformance;
 pub mod convert;
@@ -8,6 +9,7 @@ pub mod explain;
 pub mod inspect;
 pub mod ops;
 pub mod run;
+pub mod shape_args;
 pub mod shapes;
 pub mod sort;
 

@@ -99,7 +99,8 @@ fn describe(v: &Value) -> String {
     }
 }
 
-fn file_name(name: &str) -> String {
+/// `name` as a safe file name (what `--output-dir` writes as NAME.npy).
+pub(crate) fn file_name(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -119,6 +120,12 @@ fn file_name(name: &str) -> String {
 
 /// `rge run`.
 pub fn run(args: &RunArgs) -> CliResult {
+    run_with_shapes(args, &[])
+}
+
+/// `rge run` with `--shape NAME=DIMS` options (`shape_args`): inputs fixed before compiling;
+/// inputs left with unknown dims are compiled for the shapes they are run with.
+pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
     let executor: ExecutorKind = match &args.executor {
         Some(e) => e.parse()?,
         None => ExecutorKind::Sequential,
@@ -128,8 +135,8 @@ pub fn run(args: &RunArgs) -> CliResult {
     }
     let s = session(executor, args.threads, &args.engines)?;
     let t0 = Instant::now();
-    let m = build(&s, &args.model)?;
-    let build_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let built = super::shape_args::build(&s, &args.model, shapes)?;
+    let mut build_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut out = String::new();
     let mut given: Vec<(String, Value)> = Vec::new();
     for spec in &args.inputs {
@@ -140,7 +147,7 @@ pub fn run(args: &RunArgs) -> CliResult {
         given.push((name.to_string(), Value::Tensor(t)));
     }
     let mut named = given.clone();
-    for (k, spec) in m.inputs().iter().enumerate() {
+    for (k, spec) in built.inputs().iter().enumerate() {
         if given.iter().any(|(n, _)| n == &spec.name) {
             continue;
         }
@@ -150,7 +157,16 @@ pub fn run(args: &RunArgs) -> CliResult {
         let _ = writeln!(out, "input {}: random {}{:?}", spec.name, dtype, t.shape());
         named.push((spec.name.clone(), Value::Tensor(t)));
     }
-    let inputs = m.order_inputs(&named)?;
+    let inputs = built.order_inputs(&named)?;
+    let t0 = Instant::now();
+    let m = built.model_for(&inputs)?;
+    build_ms += t0.elapsed().as_secs_f64() * 1e3;
+    if let super::shape_args::Built::PerShape(_) = &built {
+        let _ = writeln!(
+            out,
+            "inputs with unknown dims: compiled for the given shapes"
+        );
+    }
     let profiler = args.profile.as_ref().map(|_| Profiler::new());
     let t1 = Instant::now();
     let outs = m.run_with(&inputs, executor, profiler.as_ref())?;

@@ -39,7 +39,15 @@ pub fn tensors(g: &ComputeGraph) -> Vec<(String, String, String, Vec<i64>)> {
 }
 
 pub fn run(file: &Path, as_json: bool) -> CliResult {
+    run_with_shapes(file, as_json, &[])
+}
+
+/// `rge inspect --shapes` with `--shape NAME=DIMS` options applied before inference.
+pub fn run_with_shapes(file: &Path, as_json: bool, shapes: &[String]) -> CliResult {
+    let shapes = super::shape_args::parse(shapes)?;
     let (mut m, _) = model::load(file)?;
+    super::shape_args::apply(m.graph_mut(), &shapes)
+        .map_err(|e| CliError::new(format!("{}: {}", file.display(), e.message)))?;
     let reg = OpRegistry::builtin();
     infer_graph(m.graph_mut(), &reg, &InferOptions::default())
         .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;

@@ -1,0 +1,87 @@
+//! The `dense` engine (the seed's AIcoreEngine, cost 1): its attributes, kernel definitions
+//! and optimizer. It claims f32 MatMul, Gemm and 2-D Conv (every padding mode, groups,
+//! depthwise, dilations) and the fused forms its optimizer makes (`ai.rge` FusedConv and
+//! FusedMatMul); everything else falls to the next engine by cost (`cpu`, the reference).
+
+use rge_engine::{
+    BasicEngine, EngineAttributes, EngineKind, EngineResult, KernelStore, RuntimeType,
+};
+use rge_ir::OpDesc;
+use rge_kernels::{DType, KernelDef, KernelSet, PortDef, TypeSet};
+
+use crate::fuse::{DenseFusion, RGE_DOMAIN};
+use crate::kernels;
+
+/// The engine's name.
+pub const DENSE: &str = "dense";
+
+fn f32_only() -> TypeSet {
+    TypeSet::of(&[DType::Float])
+}
+
+/// Conv that the dense kernels run: 2-D (weights of rank 4), f32.
+fn conv_2d(op: &OpDesc) -> Result<(), String> {
+    match op.input(1).and_then(|d| d.shape().rank()) {
+        Some(4) => Ok(()),
+        Some(r) => Err(format!(
+            "dense runs 2-D convolutions; the weights have rank {r}"
+        )),
+        None => Err("the weights' rank is unknown".into()),
+    }
+}
+
+/// The dense engine's kernel definitions.
+pub fn kernel_set() -> KernelSet {
+    let mut set = KernelSet::new();
+    let ports = |n: usize| vec![PortDef::types(f32_only()); n];
+    set.add(
+        KernelDef::new("dense.MatMul", "MatMul", kernels::create_matmul)
+            .inputs(ports(2))
+            .outputs(ports(1)),
+    );
+    set.add(
+        KernelDef::new("dense.Gemm", "Gemm", kernels::create_gemm)
+            .inputs(ports(3))
+            .outputs(ports(1)),
+    );
+    set.add(
+        KernelDef::new("dense.Conv", "Conv", kernels::create_conv)
+            .inputs(ports(3))
+            .outputs(ports(1))
+            .with_check(conv_2d),
+    );
+    set.add(
+        KernelDef::new("dense.FusedConv", "FusedConv", kernels::create_conv)
+            .domain(RGE_DOMAIN)
+            .inputs(ports(4))
+            .outputs(ports(1))
+            .with_check(conv_2d),
+    );
+    set.add(
+        KernelDef::new("dense.FusedMatMul", "FusedMatMul", kernels::create_matmul)
+            .domain(RGE_DOMAIN)
+            .inputs(ports(4))
+            .outputs(ports(1)),
+    );
+    set
+}
+
+/// The dense engine: cost 1, device runtime (GE's AI Core), host memory (rge's counterpart
+/// runs on the CPU), its kernels and its fusion optimizer.
+pub fn dense_engine() -> EngineResult<BasicEngine> {
+    let engine = match BasicEngine::standard(DENSE) {
+        Some(e) => e,
+        None => BasicEngine::new(EngineAttributes {
+            name: DENSE.into(),
+            mem_types: vec!["HBM".into()],
+            compute_cost: 1,
+            runtime: RuntimeType::Device,
+            input_format: rge_ir::Format::RESERVED,
+            output_format: rge_ir::Format::RESERVED,
+            kind: EngineKind::Atomic,
+        }),
+    };
+    Ok(engine
+        .with_store(KernelStore::new(DENSE, "dense_kernels", 1, kernel_set()))
+        .with_optimizer(DenseFusion { enabled: true }))
+}

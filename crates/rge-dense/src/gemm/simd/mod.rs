@@ -1,0 +1,410 @@
+//! Every SIMD instruction of the GEMM lives under this module: the [`Simd`] vector trait, its
+//! three implementations (AVX-512, AVX2+FMA, portable scalar), the one generic microkernel they
+//! all instantiate, and run-time ISA dispatch.
+//!
+//! The microkernel and the epilogue math are written once, generically over [`Simd`]; each ISA
+//! file only maps the trait onto its intrinsics and instantiates the kernel inside a
+//! `#[target_feature]` function, so the generic code is compiled with that ISA enabled.
+
+use super::epilogue::{self, EpiCtx};
+use super::pack::{PANEL_A, PANEL_B};
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx512;
+pub(crate) mod scalar;
+
+/// An instruction set the GEMM can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Isa {
+    /// Portable code (the "scalar twin" of the SIMD kernels; the compiler may still vectorize it).
+    Scalar,
+    /// x86-64 AVX2 with FMA: 6×16 register tiles.
+    Avx2,
+    /// x86-64 AVX-512F: 12×32 register tiles.
+    Avx512,
+}
+
+impl Isa {
+    /// Every ISA, slowest first.
+    pub const ALL: [Isa; 3] = [Isa::Scalar, Isa::Avx2, Isa::Avx512];
+
+    /// Whether this machine can run `self`.
+    pub fn is_available(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => avx2::Avx2::new().is_some(),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => avx512::Avx512::new().is_some(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The fastest ISA this machine runs (detected once, then cached by std).
+    pub fn best() -> Isa {
+        Isa::ALL
+            .into_iter()
+            .rev()
+            .find(|i| i.is_available())
+            .unwrap_or(Isa::Scalar)
+    }
+
+    /// The ISAs this machine runs, slowest first.
+    pub fn available() -> Vec<Isa> {
+        Isa::ALL.into_iter().filter(|i| i.is_available()).collect()
+    }
+
+    /// Lower-case name (`scalar`, `avx2`, `avx512`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+}
+
+/// A vector of `LANES` f32 lanes. Implementors are zero-sized tokens that can only be made once
+/// the ISA was detected, which is what makes the arithmetic methods safe to call.
+///
+/// `min`/`max` follow x86 semantics (`min(a, b) = a < b ? a : b`): when either input is NaN the
+/// second is returned, so `max(c, x)` propagates a NaN `x`.
+pub(crate) trait Simd: Copy {
+    const LANES: usize;
+    type V: Copy;
+    type M: Copy;
+
+    fn splat(self, x: f32) -> Self::V;
+    fn add(self, a: Self::V, b: Self::V) -> Self::V;
+    fn sub(self, a: Self::V, b: Self::V) -> Self::V;
+    fn mul(self, a: Self::V, b: Self::V) -> Self::V;
+    fn div(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a·b + c`, fused or not (the kernel's accumulate).
+    fn mul_add(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `a·b + c` with a single rounding (for error-free products).
+    fn fma(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    fn min(self, a: Self::V, b: Self::V) -> Self::V;
+    fn max(self, a: Self::V, b: Self::V) -> Self::V;
+    fn abs(self, a: Self::V) -> Self::V;
+    /// Round to nearest, ties to even.
+    fn round(self, a: Self::V) -> Self::V;
+    /// `2^n` for integral `n` in [-126, 127].
+    fn pow2i(self, n: Self::V) -> Self::V;
+    fn lt(self, a: Self::V, b: Self::V) -> Self::M;
+    /// `m ? a : b` per lane.
+    fn select(self, m: Self::M, a: Self::V, b: Self::V) -> Self::V;
+
+    /// # Safety
+    /// `p` must be valid for reading `LANES` floats.
+    unsafe fn load(self, p: *const f32) -> Self::V;
+    /// The first `n` lanes from `p`, zeros after.
+    ///
+    /// # Safety
+    /// `n <= LANES` and `p` valid for reading `n` floats.
+    unsafe fn load_n(self, p: *const f32, n: usize) -> Self::V;
+    /// # Safety
+    /// `p` must be valid for writing `LANES` floats.
+    unsafe fn store(self, p: *mut f32, v: Self::V);
+    /// # Safety
+    /// `n <= LANES` and `p` valid for writing `n` floats.
+    unsafe fn store_n(self, p: *mut f32, v: Self::V, n: usize);
+    /// A hint to fetch the line holding `p` into L1; never faults.
+    fn prefetch(self, _p: *const f32) {}
+
+    /// [`store_tile`] compiled for this ISA, out of line.
+    ///
+    /// # Safety
+    /// As [`micro`].
+    unsafe fn store_general<const R: usize, const NV: usize>(
+        self,
+        acc: &[[Self::V; NV]; R],
+        t: &Tile,
+        st: &Store<'_>,
+    );
+}
+
+/// How the first K block combines with the old C (later blocks always accumulate).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Mode {
+    /// `C = acc` (beta = 0: C is not read, so NaN in C is ignored as BLAS does).
+    Overwrite,
+    /// `C = acc + beta·C`.
+    Beta(f32),
+    /// `C = acc + C`.
+    Accumulate,
+}
+
+/// One output tile: `rows` × `cols` of C at (`row0`, `col0`), from an A micro-panel (`PANEL_A`
+/// floats per k step) and a B micro-panel (`PANEL_B` floats per k step).
+#[derive(Clone, Copy)]
+pub(crate) struct Tile {
+    pub a: *const f32,
+    pub b: *const f32,
+    pub kc: usize,
+    pub c: *mut f32,
+    pub ldc: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub row0: usize,
+    pub col0: usize,
+}
+
+/// What to do with the accumulators: scale by `alpha`, combine with C per `mode`, and (on the
+/// last K block) apply the epilogue while the tile is still in registers.
+pub(crate) struct Store<'e> {
+    pub alpha: f32,
+    pub mode: Mode,
+    pub epi: Option<&'e EpiCtx<'e>>,
+}
+
+/// Runs one tile of at most `PANEL_A` × `PANEL_B` on `isa`.
+///
+/// # Safety
+/// `isa` must be available; `t.a`/`t.b` must hold `t.kc` k steps of full panels; C must be
+/// writable for `t.rows` rows of `t.cols` floats at stride `t.ldc`; the epilogue's operands must
+/// cover the tile (the driver validates all of this before the first tile).
+#[inline]
+pub(crate) unsafe fn run_tile(isa: Isa, t: &Tile, st: &Store<'_>) {
+    debug_assert!(t.rows >= 1 && t.rows <= PANEL_A && t.cols >= 1 && t.cols <= PANEL_B);
+    match isa {
+        // SAFETY: forwarded contract; the ISA was checked by the caller.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { avx512::tile(t, st) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { avx2::tile(t, st) },
+        // SAFETY: as above.
+        _ => unsafe { scalar::tile(t, st) },
+    }
+}
+
+/// Applies `act` in place on `xs` with `isa`'s vector code (the epilogue's activation alone).
+pub(crate) fn activate(isa: Isa, act: &epilogue::Activation, xs: &mut [f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::activate(act, xs),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => avx2::activate(act, xs),
+        _ => scalar::activate(act, xs),
+    }
+}
+
+/// The slice loop behind [`activate`], generic over the ISA.
+#[inline(always)]
+pub(crate) fn activate_slice<S: Simd>(s: S, act: &epilogue::Activation, xs: &mut [f32]) {
+    let mut chunks = xs.chunks_exact_mut(S::LANES);
+    for ch in &mut chunks {
+        // SAFETY: the chunk holds exactly LANES floats.
+        unsafe {
+            let v = epilogue::activation(s, act, s.load(ch.as_ptr()));
+            s.store(ch.as_mut_ptr(), v);
+        }
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        // SAFETY: `rest` holds `rest.len() < LANES` floats.
+        unsafe {
+            let v = epilogue::activation(s, act, s.load_n(rest.as_ptr(), rest.len()));
+            s.store_n(rest.as_mut_ptr(), v, rest.len());
+        }
+    }
+}
+
+/// The microkernel: an `R` × `NV·LANES` register tile accumulated over `t.kc` k steps, then
+/// stored through [`store_tile`]. `t.rows == R` and `t.cols` is in `((NV-1)·LANES, NV·LANES]`.
+///
+/// # Safety
+/// As [`run_tile`], for this sub-tile.
+#[inline(always)]
+pub(crate) unsafe fn micro<S: Simd, const R: usize, const NV: usize>(
+    s: S,
+    t: &Tile,
+    st: &Store<'_>,
+) {
+    // Fetch the C rows now so their misses overlap the k loop instead of stalling the stores.
+    for r in 0..R {
+        // SAFETY: row r of the tile is inside C (contract); prefetch never faults anyway.
+        let row = unsafe { t.c.add(r * t.ldc) };
+        s.prefetch(row);
+        s.prefetch(row.wrapping_add(t.cols - 1));
+    }
+    let mut acc = [[s.splat(0.0); NV]; R];
+    let mut a = t.a;
+    let mut b = t.b;
+    for _ in 0..t.kc {
+        let mut bv = [s.splat(0.0); NV];
+        for (v, bv) in bv.iter_mut().enumerate() {
+            // SAFETY: a B micro-panel step holds PANEL_B >= NV·LANES floats.
+            *bv = unsafe { s.load(b.add(v * S::LANES)) };
+        }
+        for (r, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: an A micro-panel step holds PANEL_A >= R floats.
+            let av = s.splat(unsafe { *a.add(r) });
+            for (acc, bv) in acc.iter_mut().zip(bv) {
+                *acc = s.mul_add(av, bv, *acc);
+            }
+        }
+        // SAFETY: at most one past the panel's last step.
+        unsafe {
+            a = a.add(PANEL_A);
+            b = b.add(PANEL_B);
+        }
+    }
+    if st.epi.is_none() && t.cols == NV * S::LANES {
+        // SAFETY: forwarded contract.
+        unsafe { store_plain::<S, R, NV>(s, &acc, t, st) }
+    } else {
+        // The general store is large; kept out of line so `acc` stays in registers above.
+        let spilled = acc;
+        // SAFETY: forwarded contract.
+        unsafe { s.store_general::<R, NV>(&spilled, t, st) }
+    }
+}
+
+/// The common store: full-width tile, no epilogue (small enough to unroll into registers).
+///
+/// # Safety
+/// As [`micro`].
+#[inline(always)]
+unsafe fn store_plain<S: Simd, const R: usize, const NV: usize>(
+    s: S,
+    acc: &[[S::V; NV]; R],
+    t: &Tile,
+    st: &Store<'_>,
+) {
+    let alpha = s.splat(st.alpha);
+    match st.mode {
+        // SAFETY (all three): forwarded contract; `p` is inside the tile.
+        Mode::Overwrite => unsafe { each(s, acc, t, alpha, |_, x| x) },
+        Mode::Beta(beta) => unsafe {
+            each(s, acc, t, alpha, |p, x| {
+                s.mul_add(s.load(p), s.splat(beta), x)
+            })
+        },
+        Mode::Accumulate => unsafe { each(s, acc, t, alpha, |p, x| s.add(x, s.load(p))) },
+    }
+}
+
+/// `C[r, v] = f(&C[r, v], alpha·acc[r][v])` over a full-width tile.
+///
+/// # Safety
+/// As [`micro`], with `t.cols == NV·LANES`; `f` may read its pointer.
+#[inline(always)]
+unsafe fn each<S: Simd, const R: usize, const NV: usize>(
+    s: S,
+    acc: &[[S::V; NV]; R],
+    t: &Tile,
+    alpha: S::V,
+    f: impl Fn(*mut f32, S::V) -> S::V,
+) {
+    for (r, acc) in acc.iter().enumerate() {
+        for (v, &x) in acc.iter().enumerate() {
+            // SAFETY: (r, v·LANES..+LANES) is inside the full-width tile.
+            unsafe {
+                let p = t.c.add(r * t.ldc + v * S::LANES);
+                s.store(p, f(p, s.mul(x, alpha)));
+            }
+        }
+    }
+}
+
+/// Writes the accumulators: `alpha·acc` combined with C per `st.mode`, then the epilogue; any
+/// width. Each ISA instantiates it out of line as [`Simd::store_general`].
+///
+/// # Safety
+/// As [`micro`].
+#[inline(always)]
+pub(crate) unsafe fn store_tile<S: Simd, const R: usize, const NV: usize>(
+    s: S,
+    acc: &[[S::V; NV]; R],
+    t: &Tile,
+    st: &Store<'_>,
+) {
+    let alpha = s.splat(st.alpha);
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row r is inside the tile.
+        let crow = unsafe { t.c.add(r * t.ldc) };
+        for (v, &x) in acc.iter().enumerate() {
+            let col = v * S::LANES;
+            let n = (t.cols - col).min(S::LANES);
+            let full = n == S::LANES;
+            // SAFETY: columns col..col+n of row r are inside the tile.
+            let cp = unsafe { crow.add(col) };
+            let old = || {
+                // SAFETY: as above.
+                unsafe {
+                    if full {
+                        s.load(cp)
+                    } else {
+                        s.load_n(cp, n)
+                    }
+                }
+            };
+            let mut x = s.mul(x, alpha);
+            x = match st.mode {
+                Mode::Overwrite => x,
+                Mode::Beta(beta) => s.mul_add(old(), s.splat(beta), x),
+                Mode::Accumulate => s.add(x, old()),
+            };
+            if let Some(e) = st.epi {
+                // SAFETY: the epilogue's operands cover the tile (contract).
+                x = unsafe { e.apply(s, x, t.row0 + r, t.col0 + col, n) };
+            }
+            // SAFETY: as above.
+            unsafe {
+                if full {
+                    s.store(cp, x)
+                } else {
+                    s.store_n(cp, x, n)
+                }
+            }
+        }
+    }
+}
+
+/// Splits a tile of at most `PANEL_A` × `PANEL_B` into sub-tiles of at most `MR` × `NR` and runs
+/// `f(sub_tile, rows, vectors)` on each, column half by column half so each B half-panel stays
+/// in L1 across the row blocks.
+#[inline(always)]
+pub(crate) fn split_tile<const MR: usize, const NR: usize>(
+    t: &Tile,
+    lanes: usize,
+    mut f: impl FnMut(&Tile, usize, usize),
+) {
+    let mut c0 = 0;
+    while c0 < t.cols {
+        let cols = (t.cols - c0).min(NR);
+        let mut r0 = 0;
+        while r0 < t.rows {
+            let rows = (t.rows - r0).min(MR);
+            let sub = Tile {
+                a: t.a.wrapping_add(r0),
+                b: t.b.wrapping_add(c0),
+                c: t.c.wrapping_add(r0 * t.ldc + c0),
+                rows,
+                cols,
+                row0: t.row0 + r0,
+                col0: t.col0 + c0,
+                ..*t
+            };
+            f(&sub, rows, cols.div_ceil(lanes));
+            r0 += MR;
+        }
+        c0 += NR;
+    }
+}
+
+/// Expands to a `match` from a tile's (rows, vectors) onto `$f::<R, NV>` for every listed `R`
+/// and `NV` in {1, 2}; other shapes cannot reach it (the driver makes them) and do nothing.
+macro_rules! dispatch_tile {
+    ($f:ident, $t:expr, $st:expr, $rows:expr, $nv:expr; $($r:literal)*) => {
+        match ($rows, $nv) {
+            $( ($r, 1) => $f::<$r, 1>($t, $st), ($r, 2) => $f::<$r, 2>($t, $st), )*
+            _ => debug_assert!(false, "tile shape out of range"),
+        }
+    };
+}
+pub(crate) use dispatch_tile;

@@ -1,0 +1,629 @@
+//! The dense engine's kernels: MatMul/FusedMatMul, Gemm and Conv/FusedConv over the packed
+//! GEMM (`crate::gemm`), with constant weights packed once when the kernel is built (at
+//! lowering, from the model's constants) and the bias, residual and activation applied in the
+//! GEMM's epilogue.
+
+use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
+use rge_kernels_nn::WindowAttrs;
+
+use crate::depthwise::{self, DwGeometry};
+use crate::gemm::{
+    self, AOperand, Activation, BOperand, Bias, Epilogue, GemmError, GemmParams, Isa, PackedA,
+    PackedB,
+};
+
+fn gemm_err(e: GemmError) -> KernelError {
+    KernelError::invalid(e.to_string())
+}
+
+/// The epilogue activation of a fused op (`activation`, `activation_params`), or None.
+fn activation(init: &KernelInit<'_>) -> KernelResult<Activation> {
+    let p = init.floats_opt("activation_params")?.unwrap_or(&[]);
+    let at = |i: usize, d: f32| p.get(i).copied().unwrap_or(d);
+    Ok(match init.str_or("activation", "")? {
+        "" => Activation::None,
+        "Relu" => Activation::Relu,
+        "Clip" => Activation::Clip {
+            min: at(0, f32::MIN),
+            max: at(1, f32::MAX),
+        },
+        "LeakyRelu" => Activation::LeakyRelu { alpha: at(0, 0.01) },
+        "Sigmoid" => Activation::Sigmoid,
+        "HardSigmoid" => Activation::HardSigmoid {
+            alpha: at(0, 0.2),
+            beta: at(1, 0.5),
+        },
+        "HardSwish" => Activation::HardSwish,
+        "Silu" => Activation::SILU,
+        "Gelu" => Activation::Gelu,
+        "GeluTanh" => Activation::GeluTanh,
+        "Tanh" => Activation::Tanh,
+        other => {
+            return Err(KernelError::attr(
+                "activation",
+                format!("`{other}` is not an activation the dense kernels apply"),
+            ))
+        }
+    })
+}
+
+fn f32s<'a>(t: &TensorRef<'a>, what: &str) -> KernelResult<&'a [f32]> {
+    t.as_slice::<f32>()
+        .map_err(|e| KernelError::invalid(format!("{what}: {e}")))
+}
+
+// ---- MatMul / FusedMatMul ----
+
+/// MatMul (numpy semantics, batch broadcasting) and FusedMatMul (`act(A·B + bias + Z)`).
+pub struct MatMulKernel {
+    /// B packed when it is a constant matrix.
+    packed_b: Option<PackedB>,
+    activation: Activation,
+}
+
+/// Builds the MatMul kernel.
+pub fn create_matmul(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let packed_b = match init.constant(1) {
+        Some(b) if b.shape().len() == 2 => {
+            let (k, n) = (b.shape()[0], b.shape()[1]);
+            let data = b.as_slice::<f32>()?;
+            Some(PackedB::pack(data, k, n, n, false).map_err(gemm_err)?)
+        }
+        _ => None,
+    };
+    Ok(Box::new(MatMulKernel {
+        packed_b,
+        activation: activation(init)?,
+    }))
+}
+
+/// Numpy's broadcast of two batch shapes.
+fn broadcast_batch(a: &[usize], b: &[usize]) -> KernelResult<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let x = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let y = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = match (x, y) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(KernelError::invalid(format!(
+                    "batch dims {a:?} and {b:?} do not broadcast"
+                )))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// The flat offset, in matrices, of batch index `idx` of `out_batch` in an operand of batch
+/// shape `dims` (broadcast dims of size 1 stay at 0).
+fn batch_offset(idx: usize, out_batch: &[usize], dims: &[usize]) -> usize {
+    let mut rem = idx;
+    let mut off = 0;
+    let mut stride = 1;
+    let lead = out_batch.len() - dims.len();
+    for i in (0..out_batch.len()).rev() {
+        let o = rem % out_batch[i];
+        rem /= out_batch[i];
+        if i >= lead {
+            let d = dims[i - lead];
+            if d != 1 {
+                off += o * stride;
+            }
+            stride *= d;
+        }
+    }
+    off
+}
+
+impl Kernel for MatMulKernel {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let a = ctx.input(0)?;
+        let b = ctx.input(1)?;
+        let (sa, sb) = (a.shape(), b.shape());
+        if sa.is_empty() || sb.is_empty() {
+            return Err(KernelError::invalid("MatMul of a scalar"));
+        }
+        // Numpy: a 1-D A is a row, a 1-D B a column; the added dim is dropped again.
+        let (m, k) = if sa.len() == 1 {
+            (1, sa[0])
+        } else {
+            (sa[sa.len() - 2], sa[sa.len() - 1])
+        };
+        let (kb, n) = if sb.len() == 1 {
+            (sb[0], 1)
+        } else {
+            (sb[sb.len() - 2], sb[sb.len() - 1])
+        };
+        if k != kb {
+            return Err(KernelError::invalid(format!(
+                "MatMul shapes {sa:?} and {sb:?}: inner dims {k} and {kb} differ"
+            )));
+        }
+        let ba = &sa[..sa.len().saturating_sub(2)];
+        let bb = &sb[..sb.len().saturating_sub(2)];
+        let batch = broadcast_batch(ba, bb)?;
+        let mut out_shape = batch.clone();
+        if sa.len() > 1 {
+            out_shape.push(m);
+        }
+        if sb.len() > 1 {
+            out_shape.push(n);
+        }
+        let bias = match ctx.opt_input(2)? {
+            Some(t) => {
+                let v = f32s(&t, "bias")?;
+                if v.len() != n {
+                    return Err(KernelError::invalid(format!(
+                        "bias of {} values for {n} output columns",
+                        v.len()
+                    )));
+                }
+                Bias::PerColumn(v)
+            }
+            None => Bias::None,
+        };
+        let z = match ctx.opt_input(3)? {
+            Some(t) => {
+                if t.shape() != out_shape.as_slice() {
+                    return Err(KernelError::invalid(format!(
+                        "residual of shape {:?} for an output of shape {out_shape:?}",
+                        t.shape()
+                    )));
+                }
+                Some(f32s(&t, "residual")?)
+            }
+            None => None,
+        };
+        let av = f32s(&a, "A")?;
+        let bv = f32s(&b, "B")?;
+        let threads = ctx.threads();
+        let nbatch: usize = batch.iter().product();
+        let out = ctx.output::<f32>(0, &out_shape)?;
+        let b_is_matrix = bb.iter().all(|&d| d == 1);
+        let packed = self.packed_b.as_ref().filter(|p| p.k() == k && p.n() == n);
+        let b_op = |off: usize| match packed {
+            Some(p) => BOperand::Packed(p),
+            None => BOperand::Raw {
+                data: &bv[off * k * n..(off + 1) * k * n],
+                ld: n,
+                trans: false,
+            },
+        };
+        let epi = |z_off: usize| {
+            let e = Epilogue {
+                bias,
+                residual: None,
+                activation: self.activation,
+            };
+            match z {
+                Some(z) => e.with_residual(&z[z_off..], n),
+                None => e,
+            }
+        };
+        if b_is_matrix
+            && ba.iter().all(|&d| d == nbatch || d == 1)
+            && ba.iter().product::<usize>() == nbatch
+        {
+            // One B for every batch and A's batch contiguous: one tall GEMM.
+            let rows = nbatch * m;
+            let p = GemmParams::new(rows, n, k);
+            let a_op = AOperand::Raw {
+                data: av,
+                ld: k,
+                trans: false,
+            };
+            return gemm::sgemm(&p, a_op, b_op(0), out, n, &epi(0), threads).map_err(gemm_err);
+        }
+        let p = GemmParams::new(m, n, k);
+        for t in 0..nbatch {
+            let oa = batch_offset(t, &batch, ba);
+            let ob = batch_offset(t, &batch, bb);
+            let a_op = AOperand::Raw {
+                data: &av[oa * m * k..(oa + 1) * m * k],
+                ld: k,
+                trans: false,
+            };
+            let c = &mut out[t * m * n..(t + 1) * m * n];
+            gemm::sgemm(&p, a_op, b_op(ob), c, n, &epi(t * m * n), threads).map_err(gemm_err)?;
+        }
+        Ok(())
+    }
+}
+
+// ---- Gemm ----
+
+/// ONNX Gemm: `alpha·op(A)·op(B) + beta·C`.
+pub struct GemmKernel {
+    trans_a: bool,
+    trans_b: bool,
+    alpha: f32,
+    beta: f32,
+    packed_b: Option<PackedB>,
+}
+
+/// Builds the Gemm kernel.
+pub fn create_gemm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let trans_a = init.int_or("transA", 0)? != 0;
+    let trans_b = init.int_or("transB", 0)? != 0;
+    let packed_b = match init.constant(1) {
+        Some(b) if b.shape().len() == 2 => {
+            let (r, c) = (b.shape()[0], b.shape()[1]);
+            let (k, n) = if trans_b { (c, r) } else { (r, c) };
+            Some(PackedB::pack(b.as_slice::<f32>()?, k, n, c, trans_b).map_err(gemm_err)?)
+        }
+        _ => None,
+    };
+    Ok(Box::new(GemmKernel {
+        trans_a,
+        trans_b,
+        alpha: init.float_or("alpha", 1.0)?,
+        beta: init.float_or("beta", 1.0)?,
+        packed_b,
+    }))
+}
+
+impl Kernel for GemmKernel {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let a = ctx.input(0)?;
+        let b = ctx.input(1)?;
+        let (sa, sb) = (a.shape(), b.shape());
+        if sa.len() != 2 || sb.len() != 2 {
+            return Err(KernelError::invalid(format!(
+                "Gemm takes matrices, got {sa:?} and {sb:?}"
+            )));
+        }
+        let (m, k) = if self.trans_a {
+            (sa[1], sa[0])
+        } else {
+            (sa[0], sa[1])
+        };
+        let (kb, n) = if self.trans_b {
+            (sb[1], sb[0])
+        } else {
+            (sb[0], sb[1])
+        };
+        if k != kb {
+            return Err(KernelError::invalid(format!(
+                "Gemm shapes {sa:?} and {sb:?} (transA {}, transB {}): inner dims {k} and {kb} differ",
+                self.trans_a, self.trans_b
+            )));
+        }
+        let c_in = ctx.opt_input(2)?;
+        let av = f32s(&a, "A")?;
+        let bv = f32s(&b, "B")?;
+        // C broadcast to (m, n): a full matrix goes through beta; a row, a column or a scalar
+        // becomes the epilogue's bias (times beta).
+        enum CForm {
+            None,
+            Full(Vec<f32>),
+            Bias(Vec<f32>, bool),
+        }
+        let cform = match &c_in {
+            None => CForm::None,
+            Some(c) => {
+                let cv = f32s(c, "C")?;
+                let s = c.shape();
+                let dims: Vec<usize> = std::iter::repeat_n(1, 2usize.saturating_sub(s.len()))
+                    .chain(s.iter().copied())
+                    .collect();
+                if dims.len() != 2
+                    || !(dims[0] == m || dims[0] == 1)
+                    || !(dims[1] == n || dims[1] == 1)
+                {
+                    return Err(KernelError::invalid(format!(
+                        "C of shape {s:?} does not broadcast to ({m}, {n})"
+                    )));
+                }
+                match (dims[0], dims[1]) {
+                    (r, c) if r == m && c == n && m > 1 && n > 1 => CForm::Full(cv.to_vec()),
+                    (1, c) if c == n => {
+                        CForm::Bias(cv.iter().map(|v| v * self.beta).collect(), true)
+                    }
+                    (r, 1) if r == m => {
+                        CForm::Bias(cv.iter().map(|v| v * self.beta).collect(), false)
+                    }
+                    _ => CForm::Bias(vec![cv[0] * self.beta; n], true),
+                }
+            }
+        };
+        let threads = ctx.threads();
+        let out = ctx.output::<f32>(0, &[m, n])?;
+        let mut p = GemmParams::new(m, n, k).alpha(self.alpha);
+        let mut epi = Epilogue::NONE;
+        match &cform {
+            CForm::None => {}
+            CForm::Full(c) => {
+                out.copy_from_slice(c);
+                p = p.beta(self.beta);
+            }
+            CForm::Bias(v, per_col) => {
+                epi = epi.with_bias(if *per_col {
+                    Bias::PerColumn(v)
+                } else {
+                    Bias::PerRow(v)
+                });
+            }
+        }
+        let a_op = AOperand::Raw {
+            data: av,
+            ld: sa[1],
+            trans: self.trans_a,
+        };
+        let packed = self
+            .packed_b
+            .as_ref()
+            .filter(|pb| pb.k() == k && pb.n() == n);
+        let b_op = match packed {
+            Some(pb) => BOperand::Packed(pb),
+            None => BOperand::Raw {
+                data: bv,
+                ld: sb[1],
+                trans: self.trans_b,
+            },
+        };
+        gemm::sgemm(&p, a_op, b_op, out, n, &epi, threads).map_err(gemm_err)
+    }
+}
+
+// ---- Conv / FusedConv ----
+
+/// 2-D convolution in NCHW as GEMMs over groups (`W_g · im2col(X_g)`; 1×1 stride-1 kernels
+/// need no im2col), depthwise convolutions by the direct kernel; bias, residual and activation
+/// in the epilogue.
+pub struct ConvKernel {
+    window: WindowAttrs,
+    group: usize,
+    activation: Activation,
+    /// The weights packed per group, when they are a constant.
+    packed_w: Option<Vec<PackedA>>,
+}
+
+/// Builds the Conv kernel (Conv and FusedConv).
+pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let group = usize::try_from(init.int_or("group", 1)?)
+        .ok()
+        .filter(|&g| g > 0)
+        .ok_or_else(|| KernelError::attr("group", "must be positive"))?;
+    let packed_w = match init.constant(1) {
+        Some(w) if w.shape().len() == 4 && w.shape()[0] % group == 0 => {
+            let s = w.shape();
+            let (cout_g, kk) = (s[0] / group, s[1] * s[2] * s[3]);
+            let data = w.as_slice::<f32>()?;
+            let mut v = Vec::with_capacity(group);
+            for g in 0..group {
+                let part = &data[g * cout_g * kk..(g + 1) * cout_g * kk];
+                v.push(PackedA::pack(part, cout_g, kk, kk, false).map_err(gemm_err)?);
+            }
+            Some(v)
+        }
+        _ => None,
+    };
+    Ok(Box::new(ConvKernel {
+        window: WindowAttrs::parse(init)?,
+        group,
+        activation: activation(init)?,
+        packed_w,
+    }))
+}
+
+/// Writes the im2col matrix of one group's image `x` (`[cin_g, h, w]`) into `col`
+/// (`[cin_g·kh·kw, oh·ow]`).
+fn im2col(x: &[f32], cin_g: usize, g: &DwGeometry, col: &mut [f32]) {
+    let ohw = g.oh * g.ow;
+    for c in 0..cin_g {
+        let img = &x[c * g.h * g.w..(c + 1) * g.h * g.w];
+        for i in 0..g.kh {
+            for j in 0..g.kw {
+                let row = ((c * g.kh + i) * g.kw + j) * ohw;
+                let dst = &mut col[row..row + ohw];
+                for oy in 0..g.oh {
+                    let iy = (oy * g.stride_h + i * g.dil_h) as isize - g.pad_top as isize;
+                    let out = &mut dst[oy * g.ow..(oy + 1) * g.ow];
+                    if iy < 0 || iy as usize >= g.h {
+                        out.fill(0.0);
+                        continue;
+                    }
+                    let src = &img[iy as usize * g.w..(iy as usize + 1) * g.w];
+                    for (ox, o) in out.iter_mut().enumerate() {
+                        let ix = (ox * g.stride_w + j * g.dil_w) as isize - g.pad_left as isize;
+                        *o = if ix >= 0 && (ix as usize) < g.w {
+                            src[ix as usize]
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Kernel for ConvKernel {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let x = ctx.input(0)?;
+        let w = ctx.input(1)?;
+        let (sx, sw) = (x.shape(), w.shape());
+        if sx.len() != 4 || sw.len() != 4 {
+            return Err(KernelError::invalid(format!(
+                "dense Conv is 2-D: input {sx:?}, weights {sw:?}"
+            )));
+        }
+        let (nb, cin, h, wd) = (sx[0], sx[1], sx[2], sx[3]);
+        let (cout, cin_g, kh, kw) = (sw[0], sw[1], sw[2], sw[3]);
+        let grp = self.group;
+        if cin != cin_g * grp || cout % grp != 0 {
+            return Err(KernelError::invalid(format!(
+                "Conv: input channels {cin}, weights {sw:?}, group {grp} do not fit"
+            )));
+        }
+        let geo = self.window.resolve(&[h, wd], Some(&[kh, kw]))?;
+        let g = DwGeometry {
+            h,
+            w: wd,
+            kh,
+            kw,
+            stride_h: geo.strides[0],
+            stride_w: geo.strides[1],
+            dil_h: geo.dilations[0],
+            dil_w: geo.dilations[1],
+            pad_top: geo.pads_begin[0],
+            pad_left: geo.pads_begin[1],
+            oh: geo.out[0],
+            ow: geo.out[1],
+        };
+        let cout_g = cout / grp;
+        let kk = cin_g * kh * kw;
+        let ohw = g.oh * g.ow;
+        let bias = match ctx.opt_input(2)? {
+            Some(b) => {
+                let v = f32s(&b, "B")?;
+                if v.len() != cout {
+                    return Err(KernelError::invalid(format!(
+                        "bias of {} values for {cout} output channels",
+                        v.len()
+                    )));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let out_shape = [nb, cout, g.oh, g.ow];
+        let z = match ctx.opt_input(3)? {
+            Some(t) if t.shape() != out_shape => {
+                return Err(KernelError::invalid(format!(
+                    "residual of shape {:?} for an output of shape {out_shape:?}",
+                    t.shape()
+                )))
+            }
+            Some(t) => Some(f32s(&t, "residual")?),
+            None => None,
+        };
+        let xv = f32s(&x, "X")?;
+        let wv = f32s(&w, "W")?;
+        let threads = ctx.threads();
+        let out = ctx.output::<f32>(0, &out_shape)?;
+        if ohw == 0 || cout == 0 {
+            return Ok(());
+        }
+        let depthwise = grp == cin && cout == cin && cin_g == 1;
+        if depthwise {
+            return self.depthwise(xv, wv, bias, z, &g, cout, out, threads);
+        }
+        let pointwise = kh == 1
+            && kw == 1
+            && g.stride_h == 1
+            && g.stride_w == 1
+            && g.pad_top == 0
+            && g.pad_left == 0
+            && g.oh == h
+            && g.ow == wd;
+        let mut col = if pointwise {
+            Vec::new()
+        } else {
+            vec![0.0f32; kk * ohw]
+        };
+        let p = GemmParams::new(cout_g, ohw, kk);
+        for n in 0..nb {
+            for gi in 0..grp {
+                let xg =
+                    &xv[(n * cin + gi * cin_g) * h * wd..(n * cin + (gi + 1) * cin_g) * h * wd];
+                let b_op = if pointwise {
+                    BOperand::Raw {
+                        data: xg,
+                        ld: ohw,
+                        trans: false,
+                    }
+                } else {
+                    im2col(xg, cin_g, &g, &mut col);
+                    BOperand::Raw {
+                        data: &col,
+                        ld: ohw,
+                        trans: false,
+                    }
+                };
+                let a_op = match &self.packed_w {
+                    Some(pw) if pw[gi].m() == cout_g && pw[gi].k() == kk => {
+                        AOperand::Packed(&pw[gi])
+                    }
+                    _ => AOperand::Raw {
+                        data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
+                        ld: kk,
+                        trans: false,
+                    },
+                };
+                let first = (n * cout + gi * cout_g) * ohw;
+                let mut epi = Epilogue::activation(self.activation);
+                if let Some(b) = bias {
+                    epi = epi.with_bias(Bias::PerRow(&b[gi * cout_g..(gi + 1) * cout_g]));
+                }
+                if let Some(z) = z {
+                    epi = epi.with_residual(&z[first..first + cout_g * ohw], ohw);
+                }
+                let c = &mut out[first..first + cout_g * ohw];
+                gemm::sgemm(&p, a_op, b_op, c, ohw, &epi, threads).map_err(gemm_err)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ConvKernel {
+    /// Depthwise: one direct 2-D filter per channel, channels split over the threads.
+    #[allow(clippy::too_many_arguments)]
+    fn depthwise(
+        &self,
+        xv: &[f32],
+        wv: &[f32],
+        bias: Option<&[f32]>,
+        z: Option<&[f32]>,
+        g: &DwGeometry,
+        channels: usize,
+        out: &mut [f32],
+        threads: usize,
+    ) -> KernelResult<()> {
+        use rayon::prelude::*;
+        let isa = depthwise::Isa::detect();
+        let gemm_isa = Isa::best();
+        let (hw, ohw, taps) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
+        let act = self.activation;
+        let plane_fn = |(plane, o): (usize, &mut [f32])| -> KernelResult<()> {
+            let c = plane % channels;
+            let img = &xv[plane * hw..(plane + 1) * hw];
+            let wts = &wv[c * taps..(c + 1) * taps];
+            for oy in 0..g.oh {
+                depthwise::row_taps(isa, img, wts, g, oy, &mut o[oy * g.ow..(oy + 1) * g.ow]);
+            }
+            let b = bias.map_or(0.0, |b| b[c]);
+            if b != 0.0 {
+                o.iter_mut().for_each(|v| *v += b);
+            }
+            if let Some(z) = z {
+                for (v, r) in o.iter_mut().zip(&z[plane * ohw..(plane + 1) * ohw]) {
+                    *v += r;
+                }
+            }
+            if act != Activation::None {
+                gemm::activate(gemm_isa, &act, o).map_err(gemm_err)?;
+            }
+            Ok(())
+        };
+        if threads > 1 {
+            // Runs on the session's pool (the runtime installs it for kernel threads > 1).
+            out.par_chunks_mut(ohw).enumerate().try_for_each(plane_fn)
+        } else {
+            out.chunks_mut(ohw).enumerate().try_for_each(plane_fn)
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! rge's `dense` engine core (the counterpart of Ascend's AI Core): a blocked, prepacked SIMD
+//! GEMM with fused epilogues, dispatched at run time to AVX-512, AVX2+FMA or a portable scalar
+//! path (see `docs/dense.md`).
+
+#[cfg(target_endian = "big")]
+compile_error!(
+    "rge-dense's packed-operand format is little-endian; big-endian targets are not supported"
+);
+
+pub mod depthwise;
+pub mod engine;
+pub mod fuse;
+pub mod gemm;
+pub mod kernels;
+
+pub use engine::{dense_engine, kernel_set, DENSE};

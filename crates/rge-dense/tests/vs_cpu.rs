@@ -1,0 +1,303 @@
+//! The dense kernels against the `cpu` engine's (the reference, rge-kernels-nn) on random
+//! shapes: Conv (groups, depthwise, strides, dilations, pads, auto_pad, bias), MatMul (batch
+//! broadcasting, 1-D operands), Gemm (transposes, alpha, beta, every form of C), each with
+//! constant weights (packed when built) and computed ones, and the fused epilogues against the
+//! reference followed by the same bias, residual and activation. Max relative error 1e-4.
+
+use proptest::prelude::*;
+use rge_ir::{AttrMap, AttrValue};
+use rge_kernels::{
+    run_owned, DType, Kernel, KernelInit, KernelRegistry, KernelRegistryBuilder, Tensor, Value,
+};
+
+fn reference() -> KernelRegistry {
+    let mut b = KernelRegistryBuilder::new();
+    rge_kernels_nn::register(&mut b).unwrap();
+    b.build()
+}
+
+#[derive(Clone)]
+struct Case {
+    op: &'static str,
+    attrs: AttrMap,
+    inputs: Vec<Option<Tensor>>,
+}
+
+impl std::fmt::Debug for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shapes: Vec<Option<&[usize]>> = self
+            .inputs
+            .iter()
+            .map(|t| t.as_ref().map(Tensor::shape))
+            .collect();
+        write!(f, "{} {:?} inputs {:?}", self.op, self.attrs, shapes)
+    }
+}
+
+fn build(
+    f: impl Fn(&KernelInit<'_>) -> rge_kernels::KernelResult<Box<dyn Kernel>>,
+    c: &Case,
+    op_type: &str,
+    domain: &str,
+    constant_weights: bool,
+) -> Box<dyn Kernel> {
+    let types: Vec<Option<DType>> = c
+        .inputs
+        .iter()
+        .map(|t| t.as_ref().map(Tensor::dtype))
+        .collect();
+    let consts: Vec<Option<&Tensor>> = c
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if constant_weights && i == 1 {
+                t.as_ref()
+            } else {
+                None
+            }
+        })
+        .collect();
+    let init = KernelInit {
+        node_name: "n",
+        op_type,
+        domain,
+        opset: 21,
+        attrs: &c.attrs,
+        input_types: &types,
+        output_types: &[Some(DType::Float)],
+        subgraph_attrs: &[],
+        constants: &consts,
+    };
+    f(&init).unwrap()
+}
+
+fn run(k: &dyn Kernel, inputs: &[Option<Tensor>], threads: usize) -> Result<Tensor, String> {
+    let vals: Vec<Option<Value>> = inputs.iter().map(|t| t.clone().map(Value::from)).collect();
+    let refs: Vec<Option<&Value>> = vals.iter().map(Option::as_ref).collect();
+    let out = run_owned(k, &refs, 1, threads, None).map_err(|e| e.to_string())?;
+    Ok(out[0].as_ref().unwrap().as_tensor().unwrap().clone())
+}
+
+fn close(got: &Tensor, want: &Tensor) -> Result<(), String> {
+    if got.shape() != want.shape() {
+        return Err(format!("shape {:?} vs {:?}", got.shape(), want.shape()));
+    }
+    let (g, w) = (
+        got.as_slice::<f32>().unwrap(),
+        want.as_slice::<f32>().unwrap(),
+    );
+    let scale = w.iter().fold(1e-3f32, |m, v| m.max(v.abs()));
+    for (i, (a, b)) in g.iter().zip(w).enumerate() {
+        if (a - b).abs() > 1e-4 * scale.max(b.abs()) {
+            return Err(format!("element {i}: {a} vs {b} (scale {scale})"));
+        }
+    }
+    Ok(())
+}
+
+fn tensor(shape: &[usize], seed: u64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(shape, v).unwrap()
+}
+
+/// The reference result of `c` with the cpu engine's kernel.
+fn cpu(c: &Case) -> Tensor {
+    let reg = reference();
+    let f = reg.get("", c.op).unwrap();
+    let k = build(f, c, c.op, "", false);
+    run(k.as_ref(), &c.inputs, 1).unwrap()
+}
+
+/// Checks the dense kernel of `c` (constant and computed weights, 1 and 2 threads).
+fn check(
+    c: &Case,
+    create: fn(&KernelInit<'_>) -> rge_kernels::KernelResult<Box<dyn Kernel>>,
+) -> Result<(), String> {
+    let want = cpu(c);
+    for constant in [false, true] {
+        let k = build(create, c, c.op, "", constant);
+        for threads in [1, 2] {
+            let got = run(k.as_ref(), &c.inputs, threads)?;
+            close(&got, &want)
+                .map_err(|e| format!("constant {constant}, threads {threads}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn ints(v: &[usize]) -> AttrValue {
+    AttrValue::ListInt(v.iter().map(|&x| x as i64).collect())
+}
+
+prop_compose! {
+    fn conv_case()(
+        n in 1usize..3, cin_g in 1usize..5, cout_g in 1usize..5, groups in 1usize..4,
+        depthwise in any::<bool>(), h in 1usize..14, w in 1usize..14, k in 1usize..6,
+        stride in 1usize..4, dil in 1usize..3, pad in 0usize..3, auto in 0usize..4,
+        bias in any::<bool>(), seed in any::<u64>()
+    ) -> Case {
+        let (cin_g, cout_g) = if depthwise { (1, 1) } else { (cin_g, cout_g) };
+        let groups = if depthwise { cin_g.max(groups) + 1 } else { groups };
+        let (cin, cout) = (cin_g * groups, cout_g * groups);
+        // Keep the kernel inside the (padded) image.
+        let reach = (k - 1) * dil + 1;
+        let (h, w) = (h.max(reach), w.max(reach));
+        let mut attrs = AttrMap::new();
+        attrs.set("group", groups as i64);
+        attrs.set("strides", ints(&[stride, stride]));
+        attrs.set("dilations", ints(&[dil, dil]));
+        match auto {
+            0 => attrs.set("pads", ints(&[pad, pad + 1 - (pad % 2), pad, pad])),
+            1 => attrs.set("auto_pad", "SAME_UPPER"),
+            2 => attrs.set("auto_pad", "SAME_LOWER"),
+            _ => attrs.set("auto_pad", "VALID"),
+        };
+        let inputs = vec![
+            Some(tensor(&[n, cin, h, w], seed)),
+            Some(tensor(&[cout, cin_g, k, k], seed ^ 1)),
+            bias.then(|| tensor(&[cout], seed ^ 2)),
+        ];
+        Case { op: "Conv", attrs, inputs }
+    }
+}
+
+prop_compose! {
+    fn matmul_case()(
+        m in 1usize..40, k in 1usize..70, n in 1usize..40, batch in 0usize..3,
+        b_batched in any::<bool>(), one_d in 0usize..3, seed in any::<u64>()
+    ) -> Case {
+        let bdims: Vec<usize> = (0..batch).map(|i| i + 2).collect();
+        let mut sa = bdims.clone();
+        sa.extend([m, k]);
+        let mut sb = if b_batched { bdims.clone() } else { vec![] };
+        sb.extend([k, n]);
+        if one_d == 1 { sa = vec![k]; }
+        if one_d == 2 { sb = vec![k]; }
+        let inputs = vec![Some(tensor(&sa, seed)), Some(tensor(&sb, seed ^ 3))];
+        Case { op: "MatMul", attrs: AttrMap::new(), inputs }
+    }
+}
+
+prop_compose! {
+    fn gemm_case()(
+        m in 1usize..40, k in 1usize..50, n in 1usize..40, ta in any::<bool>(), tb in any::<bool>(),
+        alpha in prop::sample::select(vec![1.0f32, 0.5, -2.0]), beta in prop::sample::select(vec![1.0f32, 0.0, 0.25]),
+        c_form in 0usize..6, seed in any::<u64>()
+    ) -> Case {
+        let mut attrs = AttrMap::new();
+        attrs.set("transA", ta as i64);
+        attrs.set("transB", tb as i64);
+        attrs.set("alpha", alpha);
+        attrs.set("beta", beta);
+        let sa = if ta { [k, m] } else { [m, k] };
+        let sb = if tb { [n, k] } else { [k, n] };
+        let c = match c_form {
+            0 => None,
+            1 => Some(tensor(&[m, n], seed ^ 5)),
+            2 => Some(tensor(&[n], seed ^ 5)),
+            3 => Some(tensor(&[1, n], seed ^ 5)),
+            4 => Some(tensor(&[m, 1], seed ^ 5)),
+            _ => Some(tensor(&[1], seed ^ 5)),
+        };
+        let inputs = vec![Some(tensor(&sa, seed)), Some(tensor(&sb, seed ^ 4)), c];
+        Case { op: "Gemm", attrs, inputs }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn conv_matches_the_reference(c in conv_case()) {
+        check(&c, rge_dense::kernels::create_conv).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn matmul_matches_the_reference(c in matmul_case()) {
+        check(&c, rge_dense::kernels::create_matmul).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn gemm_matches_the_reference(c in gemm_case()) {
+        check(&c, rge_dense::kernels::create_gemm).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn fused_conv_is_the_reference_then_its_epilogue(
+        c in conv_case(), act in 0usize..6, residual in any::<bool>(), seed in any::<u64>()
+    ) {
+        let plain = cpu(&c);
+        let (name, params): (&str, Vec<f32>) = [
+            ("Relu", vec![]), ("Clip", vec![-0.2, 0.3]), ("LeakyRelu", vec![0.1]),
+            ("Sigmoid", vec![]), ("Silu", vec![]), ("HardSwish", vec![]),
+        ][act].clone();
+        let z = residual.then(|| tensor(plain.shape(), seed));
+        let mut attrs = c.attrs.clone();
+        attrs.set("activation", name);
+        attrs.set("activation_params", AttrValue::ListFloat(params.clone()));
+        let mut inputs = c.inputs.clone();
+        inputs.resize(3, None);
+        inputs.push(z.clone());
+        let fused = Case { op: "FusedConv", attrs, inputs };
+        let k = build(rge_dense::kernels::create_conv, &fused, "FusedConv", "ai.rge", true);
+        let got = run(k.as_ref(), &fused.inputs, 2).map_err(TestCaseError::fail)?;
+        let mut want = plain.as_slice::<f32>().unwrap().to_vec();
+        if let Some(z) = &z {
+            for (w, r) in want.iter_mut().zip(z.as_slice::<f32>().unwrap()) {
+                *w += r;
+            }
+        }
+        for w in &mut want {
+            let x = f64::from(*w);
+            let sig = 1.0 / (1.0 + (-x).exp());
+            *w = match name {
+                "Relu" => x.max(0.0),
+                "Clip" => x.clamp(f64::from(params[0]), f64::from(params[1])),
+                "LeakyRelu" => if x >= 0.0 { x } else { f64::from(params[0]) * x },
+                "Sigmoid" => sig,
+                "Silu" => x * sig,
+                _ => x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
+            } as f32;
+        }
+        let want = Tensor::from_vec(plain.shape(), want).unwrap();
+        close(&got, &want).map_err(TestCaseError::fail)?;
+    }
+}
+
+#[test]
+fn bad_shapes_are_errors_not_panics() {
+    let mut attrs = AttrMap::new();
+    attrs.set("group", 2i64);
+    let c = Case {
+        op: "Conv",
+        attrs,
+        inputs: vec![
+            Some(tensor(&[1, 3, 5, 5], 1)),
+            Some(tensor(&[4, 2, 3, 3], 2)),
+            None,
+        ],
+    };
+    let k = build(rge_dense::kernels::create_conv, &c, "Conv", "", false);
+    assert!(run(k.as_ref(), &c.inputs, 1)
+        .unwrap_err()
+        .contains("do not fit"));
+    let m = Case {
+        op: "MatMul",
+        attrs: AttrMap::new(),
+        inputs: vec![Some(tensor(&[2, 3], 1)), Some(tensor(&[4, 5], 2))],
+    };
+    let k = build(rge_dense::kernels::create_matmul, &m, "MatMul", "", true);
+    assert!(run(k.as_ref(), &m.inputs, 1)
+        .unwrap_err()
+        .contains("inner dims"));
+}
