@@ -29,7 +29,16 @@ fn main() {
         Ok("avx512") => Isa::Avx512,
         _ => Isa::best(),
     };
-    let (m, k) = (n, n);
+    // RGE_GEMM_SHAPE=m,n,k for another shape; RGE_GEMM_REPS calls per timed sample.
+    let shape: Vec<usize> = std::env::var("RGE_GEMM_SHAPE")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default();
+    let (m, n, k) = match shape[..] {
+        [m, n, k] => (m, n, k),
+        _ => (n, n, n),
+    };
+    let reps = env("RGE_GEMM_REPS", 1).max(1);
     let a: Vec<f32> = (0..m * k)
         .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
         .collect();
@@ -39,7 +48,7 @@ fn main() {
     let mut c = vec![0.0f32; m * n];
     let packed = PackedB::pack(&b, k, n, n, false).expect("pack B");
     let p = GemmParams::new(m, n, k);
-    let flops = 2.0 * (m * n * k) as f64;
+    let flops = 2.0 * (m * n * k) as f64 * reps as f64;
     println!(
         "sgemm {m}x{n}x{k} f32, isa {}, median of {runs}",
         isa.name()
@@ -65,21 +74,23 @@ fn main() {
                 for r in 0..runs + 1 {
                     let c0 = thread_cpu_ns();
                     let t0 = Instant::now();
-                    sgemm_isa(
-                        isa,
-                        &p,
-                        AOperand::Raw {
-                            data: &a,
-                            ld: k,
-                            trans: false,
-                        },
-                        bop,
-                        &mut c,
-                        n,
-                        &Epilogue::NONE,
-                        threads,
-                    )
-                    .expect("sgemm");
+                    for _ in 0..reps {
+                        sgemm_isa(
+                            isa,
+                            &p,
+                            AOperand::Raw {
+                                data: &a,
+                                ld: k,
+                                trans: false,
+                            },
+                            bop,
+                            &mut c,
+                            n,
+                            &Epilogue::NONE,
+                            threads,
+                        )
+                        .expect("sgemm");
+                    }
                     // The first run warms the buffers and caches.
                     if r > 0 {
                         times.push(t0.elapsed().as_secs_f64());

@@ -1,10 +1,11 @@
 //! Depthwise 2-D convolution (groups = input channels = output channels, MobileNet's 3×3
 //! layers): a direct kernel, because as a GEMM each channel is a 1-row product that no
-//! microkernel can keep busy. Each output row is a sum of shifted input rows times one weight
-//! per tap; over the interior of a row (every tap in bounds) that is one AXPY per tap over
-//! contiguous memory, which the compiler vectorizes. The same loops are compiled for AVX-512,
-//! AVX2+FMA and the baseline, chosen at run time (`row_taps`); the baseline is the scalar twin
-//! the tests compare against.
+//! microkernel can keep busy. Each channel's image is first copied into a zero-padded plane
+//! whose rows are split into their stride phases, so every tap of every output row reads
+//! contiguous memory with no bounds to test; 16 output columns are then accumulated over all
+//! taps in registers and stored once. The same loops are compiled for AVX-512, AVX2+FMA and
+//! the baseline, chosen at run time (`plane`); the baseline is the scalar twin the tests
+//! compare against.
 
 /// The geometry of one depthwise convolution over a `[C, H, W]` image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,87 +63,164 @@ impl Isa {
     }
 }
 
-/// The range of output columns whose every tap is inside the row: `[lo, hi)`.
-fn interior(g: &DwGeometry) -> (usize, usize) {
-    // ow*s - pad + j*d in [0, w) for j = 0 and j = kw-1.
-    let lo = g.pad_left.div_ceil(g.stride_w).min(g.ow);
+/// The padded width of one phase of a row: phase `p` of a padded row holds its columns
+/// `p, p + s, p + 2s, …`.
+fn phase_len(g: &DwGeometry) -> usize {
     let reach = (g.kw - 1) * g.dil_w;
-    let hi = if g.w + g.pad_left < reach + 1 {
-        0
-    } else {
-        // Largest ow with ow*s - pad + reach <= w - 1.
-        ((g.w - 1 + g.pad_left - reach) / g.stride_w + 1).min(g.ow)
-    };
-    (lo, hi.max(lo))
+    // Enough for the last output column's last tap: (ow-1)·s + reach, split into s phases.
+    ((g.ow.max(1) - 1) * g.stride_w + reach) / g.stride_w + 1
 }
 
-/// One output row of one channel: `out[ow] = Σ taps`, for input image `x` (`[H, W]`) and the
-/// channel's `kh·kw` weights. `out` is overwritten.
+/// The rows of the padded, phase-split image: `kh` tap rows span `(oh-1)·stride_h + reach`.
+fn padded_rows(g: &DwGeometry) -> usize {
+    (g.oh.max(1) - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1
+}
+
+/// The length of one padded row in the scratch: its phases, then zeros, so a full vector of
+/// columns can be read from any column of the row (the tail of a narrow row is computed as a
+/// whole vector and only its first columns kept).
+fn row_stride(g: &DwGeometry) -> usize {
+    g.stride_w * phase_len(g) + LANES
+}
+
+/// The scratch [`plane`] needs for geometry `g`.
+pub fn scratch_len(g: &DwGeometry) -> usize {
+    padded_rows(g) * row_stride(g)
+}
+
+/// Copies image `x` into `pad`: zero padding around it, each row split into its `stride_w`
+/// phases, so that every tap of every output row reads contiguous memory.
 #[inline(always)]
-fn row_body(x: &[f32], wts: &[f32], g: &DwGeometry, oy: usize, out: &mut [f32]) {
-    out.fill(0.0);
-    let (lo, hi) = interior(g);
-    for i in 0..g.kh {
-        let iy = (oy * g.stride_h + i * g.dil_h) as isize - g.pad_top as isize;
+fn pad_and_split(x: &[f32], g: &DwGeometry, pad: &mut [f32]) {
+    let pl = phase_len(g);
+    let s = g.stride_w;
+    let row_len = row_stride(g);
+    for r in 0..padded_rows(g) {
+        let dst = &mut pad[r * row_len..(r + 1) * row_len];
+        dst.fill(0.0);
+        let iy = r as isize - g.pad_top as isize;
         if iy < 0 || iy as usize >= g.h {
             continue;
         }
-        let row = &x[iy as usize * g.w..(iy as usize + 1) * g.w];
-        for j in 0..g.kw {
-            let wv = wts[i * g.kw + j];
-            let shift = j * g.dil_w;
-            // Borders: taps that may fall outside the row.
-            for (ox, o) in out.iter_mut().enumerate().take(lo) {
-                let ix = (ox * g.stride_w + shift) as isize - g.pad_left as isize;
-                if ix >= 0 && (ix as usize) < g.w {
-                    *o += wv * row[ix as usize];
-                }
-            }
-            for (ox, o) in out.iter_mut().enumerate().skip(hi) {
-                let ix = (ox * g.stride_w + shift) as isize - g.pad_left as isize;
-                if ix >= 0 && (ix as usize) < g.w {
-                    *o += wv * row[ix as usize];
-                }
-            }
-            if hi > lo {
-                let start = lo * g.stride_w + shift - g.pad_left;
-                if g.stride_w == 1 {
-                    let src = &row[start..start + (hi - lo)];
-                    for (o, &v) in out[lo..hi].iter_mut().zip(src) {
-                        *o += wv * v;
-                    }
+        let src = &x[iy as usize * g.w..(iy as usize + 1) * g.w];
+        if s == 1 {
+            let n = g.w.min(pl.saturating_sub(g.pad_left));
+            dst[g.pad_left..g.pad_left + n].copy_from_slice(&src[..n]);
+        } else {
+            // Phase-major, no division or test per element: phase `ph` holds padded columns
+            // `at·s + ph`, of which `[lo, hi)` are inside the image (the rest stay 0).
+            for ph in 0..s {
+                let part = &mut dst[ph * pl..(ph + 1) * pl];
+                let lo = g.pad_left.saturating_sub(ph).div_ceil(s);
+                let end = g.pad_left + g.w; // first padded column past the image
+                let hi = if end > ph {
+                    (end - ph).div_ceil(s).min(pl)
                 } else {
-                    for (k, o) in out[lo..hi].iter_mut().enumerate() {
-                        *o += wv * row[start + k * g.stride_w];
-                    }
+                    0
+                };
+                if hi <= lo {
+                    continue;
+                }
+                let first = lo * s + ph - g.pad_left;
+                for (k, d) in part[lo..hi].iter_mut().enumerate() {
+                    *d = src[first + k * s];
                 }
             }
         }
     }
 }
 
+/// Output columns computed together: one vector register of accumulators per tap sweep.
+const LANES: usize = 16;
+
+/// One channel: `out` (`[oh, ow]`) from image `x` (`[h, w]`) and its `kh·kw` weights, with
+/// `scratch` of [`scratch_len`] values.
+#[inline(always)]
+fn plane_body(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], scratch: &mut [f32]) {
+    pad_and_split(x, g, scratch);
+    let (s, pl) = (g.stride_w, phase_len(g));
+    let row_len = row_stride(g);
+    // Each tap: its weight and the offset of its first input relative to the output row's.
+    let taps: Vec<(f32, usize)> = (0..g.kh)
+        .flat_map(|i| (0..g.kw).map(move |j| (i, j)))
+        .map(|(i, j)| {
+            let c = j * g.dil_w;
+            (
+                wts[i * g.kw + j],
+                i * g.dil_h * row_len + (c % s) * pl + c / s,
+            )
+        })
+        .collect();
+    for oy in 0..g.oh {
+        let base = oy * g.stride_h * row_len;
+        let orow = &mut out[oy * g.ow..(oy + 1) * g.ow];
+        // Wide chunks first (several independent accumulator registers hide the FMA
+        // latency), then single vectors, then the tail.
+        let mut ox = 0;
+        while ox + 4 * LANES <= g.ow {
+            chunk::<{ 4 * LANES }>(&taps, scratch, base + ox, &mut orow[ox..]);
+            ox += 4 * LANES;
+        }
+        while ox + LANES <= g.ow {
+            chunk::<LANES>(&taps, scratch, base + ox, &mut orow[ox..]);
+            ox += LANES;
+        }
+        if ox < g.ow {
+            // The tail as one whole vector (the row's zero slack makes the reads valid).
+            let mut tail = [0.0f32; LANES];
+            chunk::<LANES>(&taps, scratch, base + ox, &mut tail);
+            let n = g.ow - ox;
+            orow[ox..].copy_from_slice(&tail[..n]);
+        }
+    }
+}
+
+/// `N` output columns: every tap accumulated in registers, stored once.
+#[inline(always)]
+fn chunk<const N: usize>(taps: &[(f32, usize)], scratch: &[f32], at: usize, out: &mut [f32]) {
+    let mut acc = [0.0f32; N];
+    for &(w, off) in taps {
+        let src: &[f32; N] = match scratch[at + off..at + off + N].try_into() {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        for l in 0..N {
+            acc[l] += w * src[l];
+        }
+    }
+    out[..N].copy_from_slice(&acc);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn row_avx512(x: &[f32], wts: &[f32], g: &DwGeometry, oy: usize, out: &mut [f32]) {
-    row_body(x, wts, g, oy, out)
+fn plane_avx512(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], sc: &mut [f32]) {
+    plane_body(x, wts, g, out, sc)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn row_avx2(x: &[f32], wts: &[f32], g: &DwGeometry, oy: usize, out: &mut [f32]) {
-    row_body(x, wts, g, oy, out)
+fn plane_avx2(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], sc: &mut [f32]) {
+    plane_body(x, wts, g, out, sc)
 }
 
-/// One output row with `isa` (which must be available: see [`Isa::available`]).
-pub fn row_taps(isa: Isa, x: &[f32], wts: &[f32], g: &DwGeometry, oy: usize, out: &mut [f32]) {
+/// One channel with `isa` (falls back to the baseline when the CPU lacks it); `scratch` of at
+/// least [`scratch_len`] values, `out` of `oh·ow`.
+pub fn plane(
+    isa: Isa,
+    x: &[f32],
+    wts: &[f32],
+    g: &DwGeometry,
+    out: &mut [f32],
+    scratch: &mut [f32],
+) {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` is only chosen when the CPU has AVX-512F (detect/available).
-        Isa::Avx512 if Isa::Avx512.available() => unsafe { row_avx512(x, wts, g, oy, out) },
+        // SAFETY: `Isa::Avx512` runs only when the CPU has AVX-512F (checked here).
+        Isa::Avx512 if Isa::Avx512.available() => unsafe { plane_avx512(x, wts, g, out, scratch) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
-        Isa::Avx2 if Isa::Avx2.available() => unsafe { row_avx2(x, wts, g, oy, out) },
-        _ => row_body(x, wts, g, oy, out),
+        Isa::Avx2 if Isa::Avx2.available() => unsafe { plane_avx2(x, wts, g, out, scratch) },
+        _ => plane_body(x, wts, g, out, scratch),
     }
 }
 
@@ -212,9 +290,8 @@ mod tests {
                     continue;
                 }
                 let mut got = vec![0.0; oh * ow];
-                for oy in 0..oh {
-                    row_taps(isa, &x, &wts, &g, oy, &mut got[oy * ow..(oy + 1) * ow]);
-                }
+                let mut scratch = vec![0.0; scratch_len(&g)];
+                plane(isa, &x, &wts, &g, &mut got, &mut scratch);
                 for (a, b) in got.iter().zip(&want) {
                     assert!((a - b).abs() <= 1e-5, "{isa:?} {g:?}: {a} vs {b}");
                 }

@@ -418,31 +418,51 @@ pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     }))
 }
 
-/// Writes the im2col matrix of one group's image `x` (`[cin_g, h, w]`) into `col`
-/// (`[cin_g·kh·kw, oh·ow]`).
-fn im2col(x: &[f32], cin_g: usize, g: &DwGeometry, col: &mut [f32]) {
-    let ohw = g.oh * g.ow;
+/// Floats of one im2col tile (256 KiB: it stays in L2 while the GEMM packs it).
+const IM2COL_TILE_FLOATS: usize = 64 * 1024;
+
+/// Writes output columns `[c0, c0 + cols)` of the im2col matrix of one group's image `x`
+/// (`[cin_g, h, w]`) into `col` (`[cin_g·kh·kw, cols]`).
+fn im2col_tile(x: &[f32], cin_g: usize, g: &DwGeometry, c0: usize, cols: usize, col: &mut [f32]) {
+    let end = c0 + cols;
     for c in 0..cin_g {
         let img = &x[c * g.h * g.w..(c + 1) * g.h * g.w];
         for i in 0..g.kh {
             for j in 0..g.kw {
-                let row = ((c * g.kh + i) * g.kw + j) * ohw;
-                let dst = &mut col[row..row + ohw];
-                for oy in 0..g.oh {
+                let row = ((c * g.kh + i) * g.kw + j) * cols;
+                let dst = &mut col[row..row + cols];
+                let mut q = c0;
+                while q < end {
+                    let (oy, ox0) = (q / g.ow, q % g.ow);
+                    let n = (g.ow - ox0).min(end - q);
+                    let out = &mut dst[q - c0..q - c0 + n];
+                    q += n;
                     let iy = (oy * g.stride_h + i * g.dil_h) as isize - g.pad_top as isize;
-                    let out = &mut dst[oy * g.ow..(oy + 1) * g.ow];
                     if iy < 0 || iy as usize >= g.h {
                         out.fill(0.0);
                         continue;
                     }
                     let src = &img[iy as usize * g.w..(iy as usize + 1) * g.w];
-                    for (ox, o) in out.iter_mut().enumerate() {
-                        let ix = (ox * g.stride_w + j * g.dil_w) as isize - g.pad_left as isize;
-                        *o = if ix >= 0 && (ix as usize) < g.w {
-                            src[ix as usize]
-                        } else {
-                            0.0
-                        };
+                    let shift = (j * g.dil_w) as isize - g.pad_left as isize;
+                    if g.stride_w == 1 {
+                        // Columns ox with 0 <= ox + shift < w copy contiguously.
+                        for (k, o) in out.iter_mut().enumerate() {
+                            let ix = (ox0 + k) as isize + shift;
+                            *o = if ix >= 0 && (ix as usize) < g.w {
+                                src[ix as usize]
+                            } else {
+                                0.0
+                            };
+                        }
+                    } else {
+                        for (k, o) in out.iter_mut().enumerate() {
+                            let ix = ((ox0 + k) * g.stride_w) as isize + shift;
+                            *o = if ix >= 0 && (ix as usize) < g.w {
+                                src[ix as usize]
+                            } else {
+                                0.0
+                            };
+                        }
                     }
                 }
             }
@@ -529,30 +549,23 @@ impl Kernel for ConvKernel {
             && g.pad_left == 0
             && g.oh == h
             && g.ow == wd;
+        // im2col by tiles of output columns, so the tile the GEMM packs from stays in L2.
+        let tile = if pointwise {
+            ohw
+        } else {
+            (IM2COL_TILE_FLOATS / kk.max(1)).clamp(64, ohw.max(64)) / 32 * 32
+        }
+        .min(ohw)
+        .max(1);
         let mut col = if pointwise {
             Vec::new()
         } else {
-            vec![0.0f32; kk * ohw]
+            vec![0.0f32; kk * tile]
         };
-        let p = GemmParams::new(cout_g, ohw, kk);
         for n in 0..nb {
             for gi in 0..grp {
                 let xg =
                     &xv[(n * cin + gi * cin_g) * h * wd..(n * cin + (gi + 1) * cin_g) * h * wd];
-                let b_op = if pointwise {
-                    BOperand::Raw {
-                        data: xg,
-                        ld: ohw,
-                        trans: false,
-                    }
-                } else {
-                    im2col(xg, cin_g, &g, &mut col);
-                    BOperand::Raw {
-                        data: &col,
-                        ld: ohw,
-                        trans: false,
-                    }
-                };
                 let a_op = match &self.packed_w {
                     Some(pw) if pw[gi].m() == cout_g && pw[gi].k() == kk => {
                         AOperand::Packed(&pw[gi])
@@ -564,15 +577,36 @@ impl Kernel for ConvKernel {
                     },
                 };
                 let first = (n * cout + gi * cout_g) * ohw;
-                let mut epi = Epilogue::activation(self.activation);
-                if let Some(b) = bias {
-                    epi = epi.with_bias(Bias::PerRow(&b[gi * cout_g..(gi + 1) * cout_g]));
+                let bias_g = bias.map(|b| &b[gi * cout_g..(gi + 1) * cout_g]);
+                let mut c0 = 0;
+                while c0 < ohw {
+                    let cols = tile.min(ohw - c0);
+                    let b_op = if pointwise {
+                        BOperand::Raw {
+                            data: xg,
+                            ld: ohw,
+                            trans: false,
+                        }
+                    } else {
+                        im2col_tile(xg, cin_g, &g, c0, cols, &mut col);
+                        BOperand::Raw {
+                            data: &col,
+                            ld: cols,
+                            trans: false,
+                        }
+                    };
+                    let mut epi = Epilogue::activation(self.activation);
+                    if let Some(b) = bias_g {
+                        epi = epi.with_bias(Bias::PerRow(b));
+                    }
+                    if let Some(z) = z {
+                        epi = epi.with_residual(&z[first + c0..first + cout_g * ohw], ohw);
+                    }
+                    let p = GemmParams::new(cout_g, cols, kk);
+                    let c = &mut out[first + c0..first + cout_g * ohw];
+                    gemm::sgemm(&p, a_op, b_op, c, ohw, &epi, threads).map_err(gemm_err)?;
+                    c0 += cols;
                 }
-                if let Some(z) = z {
-                    epi = epi.with_residual(&z[first..first + cout_g * ohw], ohw);
-                }
-                let c = &mut out[first..first + cout_g * ohw];
-                gemm::sgemm(&p, a_op, b_op, c, ohw, &epi, threads).map_err(gemm_err)?;
             }
         }
         Ok(())
@@ -602,9 +636,8 @@ impl ConvKernel {
             let c = plane % channels;
             let img = &xv[plane * hw..(plane + 1) * hw];
             let wts = &wv[c * taps..(c + 1) * taps];
-            for oy in 0..g.oh {
-                depthwise::row_taps(isa, img, wts, g, oy, &mut o[oy * g.ow..(oy + 1) * g.ow]);
-            }
+            let mut scratch = vec![0.0f32; depthwise::scratch_len(g)];
+            depthwise::plane(isa, img, wts, g, o, &mut scratch);
             let b = bias.map_or(0.0, |b| b[c]);
             if b != 0.0 {
                 o.iter_mut().for_each(|v| *v += b);

@@ -301,3 +301,23 @@ fn bad_shapes_are_errors_not_panics() {
         .unwrap_err()
         .contains("inner dims"));
 }
+
+#[test]
+fn large_convs_run_in_im2col_tiles() {
+    // K = 64·3·3 = 576 values per column: the im2col is done in many column tiles.
+    for (stride, pad) in [(1usize, 1usize), (2, 1), (1, 0)] {
+        let mut attrs = AttrMap::new();
+        attrs.set("strides", ints(&[stride, stride]));
+        attrs.set("pads", ints(&[pad, pad, pad, pad]));
+        let c = Case {
+            op: "Conv",
+            attrs,
+            inputs: vec![
+                Some(tensor(&[1, 64, 37, 41], 11)),
+                Some(tensor(&[24, 64, 3, 3], 12)),
+                Some(tensor(&[24], 13)),
+            ],
+        };
+        check(&c, rge_dense::kernels::create_conv).unwrap();
+    }
+}

@@ -115,7 +115,8 @@ fn bench_json_has_the_keys_and_sane_values() {
     assert!(f("min_ms") <= f("median_ms") && f("median_ms") <= f("p90_ms"));
     assert!(f("p90_ms") <= f("max_ms"));
     let shares = v["op_share"].as_object().unwrap();
-    assert!(shares.contains_key("Conv"), "{out}");
+    // Conv, or a fused form of it, depending on the engines.
+    assert!(shares.keys().any(|k| k.contains("Conv")), "{out}");
     let total: f64 = shares.values().map(|s| s.as_f64().unwrap()).sum();
     assert!((total - 1.0).abs() < 1e-6, "{total}");
     assert!(shares
@@ -168,7 +169,7 @@ fn bench_bad_options_are_clear_errors() {
     assert!(e.contains("NAME=FILE"), "{e}");
     let e = bench(&|a| a.inputs = vec!["image=/no/such/file.npy".into()]);
     assert!(e.contains("--input `image=/no/such/file.npy`"), "{e}");
-    let e = bench(&|a| a.inputs = vec![format!("photo={}", image_input()[6..].to_string())]);
+    let e = bench(&|a| a.inputs = vec![format!("photo={}", &image_input()[6..])]);
     assert!(e.contains("photo") && e.contains("image"), "{e}");
     let e = bench(&|a| a.model = PathBuf::from("/no/such/model.onnx"));
     assert!(e.contains("/no/such/model.onnx"), "{e}");
