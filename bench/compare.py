@@ -28,9 +28,12 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+# No __pycache__ beside this script or make_models.py (neither belongs in a repository).
+sys.dont_write_bytecode = True
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bump when the single-op models this script builds change (they are rebuilt then).

@@ -55,4 +55,4 @@ if [ ! -x "$RGE_BIN" ]; then
   exit 1
 fi
 
-exec "$VENV/bin/python" -u bench/compare.py --rge "$RGE_BIN" --make-models "$MAKE_MODELS" "$@"
+PYTHONDONTWRITEBYTECODE=1 exec "$VENV/bin/python" -u bench/compare.py --rge "$RGE_BIN" --make-models "$MAKE_MODELS" "$@"

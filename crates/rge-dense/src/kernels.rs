@@ -632,31 +632,39 @@ impl ConvKernel {
         let gemm_isa = Isa::best();
         let (hw, ohw, taps) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
         let act = self.activation;
-        let plane_fn = |(plane, o): (usize, &mut [f32])| -> KernelResult<()> {
-            let c = plane % channels;
-            let img = &xv[plane * hw..(plane + 1) * hw];
-            let wts = &wv[c * taps..(c + 1) * taps];
-            let mut scratch = vec![0.0f32; depthwise::scratch_len(g)];
-            depthwise::plane(isa, img, wts, g, o, &mut scratch);
-            let b = bias.map_or(0.0, |b| b[c]);
-            if b != 0.0 {
-                o.iter_mut().for_each(|v| *v += b);
-            }
-            if let Some(z) = z {
-                for (v, r) in o.iter_mut().zip(&z[plane * ohw..(plane + 1) * ohw]) {
-                    *v += r;
+        let scratch_len = depthwise::scratch_len(g);
+        let plane_fn =
+            |scratch: &mut Vec<f32>, (plane, o): (usize, &mut [f32])| -> KernelResult<()> {
+                let c = plane % channels;
+                let img = &xv[plane * hw..(plane + 1) * hw];
+                let wts = &wv[c * taps..(c + 1) * taps];
+                depthwise::plane(isa, img, wts, g, o, scratch);
+                let b = bias.map_or(0.0, |b| b[c]);
+                if b != 0.0 {
+                    o.iter_mut().for_each(|v| *v += b);
                 }
-            }
-            if act != Activation::None {
-                gemm::activate(gemm_isa, &act, o).map_err(gemm_err)?;
-            }
-            Ok(())
-        };
+                if let Some(z) = z {
+                    for (v, r) in o.iter_mut().zip(&z[plane * ohw..(plane + 1) * ohw]) {
+                        *v += r;
+                    }
+                }
+                if act != Activation::None {
+                    gemm::activate(gemm_isa, &act, o).map_err(gemm_err)?;
+                }
+                Ok(())
+            };
+        // One scratch plane per worker, reused across its channels (every row of it is
+        // rewritten per channel).
         if threads > 1 {
             // Runs on the session's pool (the runtime installs it for kernel threads > 1).
-            out.par_chunks_mut(ohw).enumerate().try_for_each(plane_fn)
+            out.par_chunks_mut(ohw)
+                .enumerate()
+                .try_for_each_init(|| vec![0.0f32; scratch_len], plane_fn)
         } else {
-            out.chunks_mut(ohw).enumerate().try_for_each(plane_fn)
+            let mut scratch = vec![0.0f32; scratch_len];
+            out.chunks_mut(ohw)
+                .enumerate()
+                .try_for_each(|item| plane_fn(&mut scratch, item))
         }
     }
 }

@@ -190,14 +190,15 @@ fn engines_place_and_partition() {
             .unwrap()
             .to_string()
     };
-    assert_eq!(engine_of("Conv"), "cpu");
+    // The dense engine (cost 1) runs f32 Conv.
+    assert_eq!(engine_of("Conv"), "dense");
     assert_eq!(engine_of("Data"), "local");
     assert!(nodes
         .iter()
         .all(|n| n["reason"].as_str().is_some_and(|r| !r.is_empty())));
-    // Excluding cpu sends Conv to the host engine, and the reason says so.
+    // Excluding dense and cpu sends Conv to the host engine, and the reason says so.
     let v: serde_json::Value =
-        serde_json::from_str(&cli::engines::place(&file, &excluding("cpu"), true).unwrap())
+        serde_json::from_str(&cli::engines::place(&file, &excluding("dense,cpu"), true).unwrap())
             .unwrap();
     let conv = v["nodes"]
         .as_array()
@@ -225,7 +226,7 @@ fn engines_place_and_partition() {
         serde_json::from_str(&cli::engines::partition(&file, &none, Some(&dot), true).unwrap())
             .unwrap();
     let parts = v["partitions"].as_array().unwrap();
-    let conv_part = parts.iter().find(|p| p["engine"] == "cpu").unwrap();
+    let conv_part = parts.iter().find(|p| p["engine"] == "dense").unwrap();
     assert!(conv_part["nodes"]
         .as_array()
         .unwrap()
@@ -250,10 +251,10 @@ fn the_default_pipeline_infers_places_and_partitions() {
         .find(|&n| g.op(n).unwrap().op_type() == "Conv")
         .unwrap();
     let op = g.op(conv).unwrap();
-    assert_eq!(op.engine_name(), "cpu");
+    assert_eq!(op.engine_name(), "dense");
     // Inference ran: the output shape is known.
     assert_eq!(op.output(0).unwrap().shape().dims(), &[1, 1, 5, 5]);
-    assert!(compiled.partitions.iter().any(|p| p.engine == "cpu"));
+    assert!(compiled.partitions.iter().any(|p| p.engine == "dense"));
     // A graph inference rejects fails the pipeline with the node named.
     let (bad, _) = rge::model::load(&fixture("onnx_if.onnx")).unwrap();
     let pipeline = rge::engines::default_engine_set().unwrap().pipeline();

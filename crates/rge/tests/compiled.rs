@@ -71,7 +71,7 @@ fn a_truncated_compiled_model_is_an_error_naming_the_file() {
 fn a_model_compiled_by_another_engine_set_is_refused_naming_the_node() {
     let model = examples().join("tiny_cnn.onnx");
     let with_plugin = EngineArgs {
-        exclude_engines: Some("cpu".into()),
+        exclude_engines: Some("cpu,dense".into()),
         plugins: vec![plugin::plugin_path()],
         ..EngineArgs::default()
     };

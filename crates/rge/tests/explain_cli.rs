@@ -97,6 +97,56 @@ fn explain_json_text_and_html_of_the_example() {
     for key in ["nodes", "partitions", "engines", "transfers", "edges"] {
         assert!(v[key].is_array(), "{key}: {v}");
     }
+    // The dense engine fused each Conv with its bias and Relu.
+    let conv = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["op_type"] == "FusedConv")
+        .unwrap();
+    assert_eq!(conv["engine"], "dense");
+    assert_eq!(conv["kernel"], "dense.FusedConv");
+    assert!(
+        conv["partition"].is_string() && conv["stream"].is_u64(),
+        "{conv}"
+    );
+    assert!(conv["notes"].to_string().contains("fused"), "{conv}");
+    let c = conv["candidates"].as_array().unwrap();
+    // Every engine, in cost order, with its answer and reason.
+    let costs: Vec<u64> = c.iter().map(|x| x["cost"].as_u64().unwrap()).collect();
+    assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
+    let dense = c.iter().find(|x| x["engine"] == "dense").unwrap();
+    assert_eq!(dense["supported"], true);
+    let custom = c.iter().find(|x| x["engine"] == "custom").unwrap();
+    assert_eq!(custom["supported"], false);
+    assert!(
+        custom["reason"].as_str().unwrap().contains("no kernel"),
+        "{custom}"
+    );
+    let dense_share = v["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "dense")
+        .unwrap()["flops_share"]
+        .as_f64()
+        .unwrap();
+    assert!(dense_share > 0.9, "{dense_share}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<svg") && page.contains("dense"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    let text = cli::explain::run(&model, &EngineArgs::default(), false, None).unwrap();
+    assert!(text.contains("custom (0): no"), "{text}");
+    // Excluding dense: nothing is fused, the reason says dense was excluded, Conv runs on cpu.
+    let no_dense = EngineArgs {
+        exclude_engines: Some("dense".into()),
+        ..EngineArgs::default()
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&cli::explain::run(&model, &no_dense, true, None).unwrap()).unwrap();
     let conv = v["nodes"]
         .as_array()
         .unwrap()
@@ -105,60 +155,13 @@ fn explain_json_text_and_html_of_the_example() {
         .unwrap();
     assert_eq!(conv["engine"], "cpu");
     assert_eq!(conv["kernel"], "cpu.Conv");
-    assert!(
-        conv["partition"].is_string() && conv["stream"].is_u64(),
-        "{conv}"
-    );
-    let c = conv["candidates"].as_array().unwrap();
-    // Every engine, in cost order, with its answer and reason.
-    let costs: Vec<u64> = c.iter().map(|x| x["cost"].as_u64().unwrap()).collect();
-    assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
-    let cpu = c.iter().find(|x| x["engine"] == "cpu").unwrap();
-    assert_eq!(cpu["supported"], true);
-    let custom = c.iter().find(|x| x["engine"] == "custom").unwrap();
-    assert_eq!(custom["supported"], false);
-    assert!(
-        custom["reason"].as_str().unwrap().contains("no kernel"),
-        "{custom}"
-    );
-    let cpu_share = v["engines"]
+    let dense = conv["candidates"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["name"] == "cpu")
-        .unwrap()["flops_share"]
-        .as_f64()
+        .find(|x| x["engine"] == "dense")
         .unwrap();
-    assert!(cpu_share > 0.99, "{cpu_share}");
-    let page = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        page.contains("<svg") && page.contains("cpu"),
-        "{}",
-        &page[..200.min(page.len())]
-    );
-    let text = cli::explain::run(&model, &EngineArgs::default(), false, None).unwrap();
-    assert!(text.contains("custom (0): no"), "{text}");
-    // Excluding cpu: the reason says so, and Conv goes to the host engine.
-    let no_cpu = EngineArgs {
-        exclude_engines: Some("cpu".into()),
-        ..EngineArgs::default()
-    };
-    let v: serde_json::Value =
-        serde_json::from_str(&cli::explain::run(&model, &no_cpu, true, None).unwrap()).unwrap();
-    let conv = v["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["op_type"] == "Conv")
-        .unwrap();
-    assert_eq!(conv["engine"], "host");
-    let cpu = conv["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["engine"] == "cpu")
-        .unwrap();
-    assert_eq!(cpu["excluded"], true, "{cpu}");
+    assert_eq!(dense["excluded"], true, "{dense}");
 }
 
 struct DevRelu;
