@@ -96,6 +96,11 @@ fn blocking(isa: Isa) -> Blocking {
     }
 }
 
+fn a_resident() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| std::env::var("RGE_DENSE_ARES").is_ok())
+}
+
 /// Each thread's packing buffers, kept between calls so steady-state calls do not allocate.
 #[derive(Default)]
 struct PackBufs {
@@ -251,25 +256,36 @@ fn run_part(
                         (abuf.as_slice(), kc * PANEL_A)
                     }
                 };
-                for jr in (0..nc).step_by(PANEL_B) {
+                let tile = |ir: usize, jr: usize| {
+                    let (row, col) = (ic + ir, jc + jr);
+                    let t = Tile {
+                        a: adata.as_ptr().wrapping_add(ir / PANEL_A * astride),
+                        b: bdata.as_ptr().wrapping_add(jr / PANEL_B * bstride),
+                        kc,
+                        c: p.c.0.wrapping_add(row * p.ldc + col),
+                        ldc: p.ldc,
+                        rows: (mc - ir).min(PANEL_A),
+                        cols: (nc - jr).min(PANEL_B),
+                        row0: row,
+                        col0: col,
+                    };
+                    // SAFETY: the ISA was checked by `sgemm_isa`; the panels hold `kc` full
+                    // steps from these offsets (packed: k_full·PANEL per panel and pc + kc
+                    // <= k_full; raw: just packed); the tile lies inside the validated C,
+                    // which only this part writes; the epilogue was validated for m × n.
+                    unsafe { run_tile(isa, &t, &store) };
+                };
+                if a_resident() {
                     for ir in (0..mc).step_by(PANEL_A) {
-                        let (row, col) = (ic + ir, jc + jr);
-                        let t = Tile {
-                            a: adata.as_ptr().wrapping_add(ir / PANEL_A * astride),
-                            b: bdata.as_ptr().wrapping_add(jr / PANEL_B * bstride),
-                            kc,
-                            c: p.c.0.wrapping_add(row * p.ldc + col),
-                            ldc: p.ldc,
-                            rows: (mc - ir).min(PANEL_A),
-                            cols: (nc - jr).min(PANEL_B),
-                            row0: row,
-                            col0: col,
-                        };
-                        // SAFETY: the ISA was checked by `sgemm_isa`; the panels hold `kc` full
-                        // steps from these offsets (packed: k_full·PANEL per panel and pc + kc
-                        // <= k_full; raw: just packed); the tile lies inside the validated C,
-                        // which only this part writes; the epilogue was validated for m × n.
-                        unsafe { run_tile(isa, &t, &store) };
+                        for jr in (0..nc).step_by(PANEL_B) {
+                            tile(ir, jr);
+                        }
+                    }
+                } else {
+                    for jr in (0..nc).step_by(PANEL_B) {
+                        for ir in (0..mc).step_by(PANEL_A) {
+                            tile(ir, jr);
+                        }
                     }
                 }
                 ic += mc;
