@@ -36,22 +36,26 @@ pub fn kernel_set() -> KernelSet {
     let ports = |n: usize| vec![PortDef::types(f32_only()); n];
     set.add(
         KernelDef::new("dense.MatMul", "MatMul", kernels::create_matmul)
+            .with_prepare(kernels::prepare_matmul)
             .inputs(ports(2))
             .outputs(ports(1)),
     );
     set.add(
         KernelDef::new("dense.Gemm", "Gemm", kernels::create_gemm)
+            .with_prepare(kernels::prepare_gemm)
             .inputs(ports(3))
             .outputs(ports(1)),
     );
     set.add(
         KernelDef::new("dense.Conv", "Conv", kernels::create_conv)
+            .with_prepare(kernels::prepare_conv)
             .inputs(ports(3))
             .outputs(ports(1))
             .with_check(conv_2d),
     );
     set.add(
         KernelDef::new("dense.FusedConv", "FusedConv", kernels::create_conv)
+            .with_prepare(kernels::prepare_conv)
             .domain(RGE_DOMAIN)
             .inputs(ports(4))
             .outputs(ports(1))
@@ -59,6 +63,7 @@ pub fn kernel_set() -> KernelSet {
     );
     set.add(
         KernelDef::new("dense.FusedMatMul", "FusedMatMul", kernels::create_matmul)
+            .with_prepare(kernels::prepare_matmul)
             .domain(RGE_DOMAIN)
             .inputs(ports(4))
             .outputs(ports(1)),

@@ -3,6 +3,7 @@
 //! lowering, from the model's constants) and the bias, residual and activation applied in the
 //! GEMM's epilogue.
 
+use rge_ir::AttrValue;
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
 use rge_kernels_nn::WindowAttrs;
 
@@ -61,18 +62,53 @@ pub struct MatMulKernel {
     activation: Activation,
 }
 
-/// Builds the MatMul kernel.
-pub fn create_matmul(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let packed_b = match init.constant(1) {
+/// The attribute a compiled MatMul or Gemm keeps its packed B in.
+pub const PACKED_B_ATTR: &str = "_rge_packed_b";
+/// The attribute a compiled Conv keeps its packed weights in (one per group).
+pub const PACKED_W_ATTR: &str = "_rge_packed_w";
+
+/// MatMul's B packed, when it is a constant matrix.
+fn pack_matmul_b(init: &KernelInit<'_>) -> KernelResult<Option<PackedB>> {
+    match init.constant(1) {
         Some(b) if b.shape().len() == 2 => {
             let (k, n) = (b.shape()[0], b.shape()[1]);
             let data = b.as_slice::<f32>()?;
-            Some(PackedB::pack(data, k, n, n, false).map_err(gemm_err)?)
+            Ok(Some(PackedB::pack(data, k, n, n, false).map_err(gemm_err)?))
         }
-        _ => None,
-    };
+        _ => Ok(None),
+    }
+}
+
+/// The packed B a compiled model recorded (checked), else packed from the constant now.
+fn packed_b_of(
+    init: &KernelInit<'_>,
+    pack: impl Fn(&KernelInit<'_>) -> KernelResult<Option<PackedB>>,
+) -> KernelResult<Option<PackedB>> {
+    match init.attrs.get(PACKED_B_ATTR) {
+        Some(AttrValue::Bytes(b)) => PackedB::from_bytes(b)
+            .map(Some)
+            .map_err(|e| KernelError::attr(PACKED_B_ATTR, e.to_string())),
+        Some(_) => Err(KernelError::attr(PACKED_B_ATTR, "not bytes")),
+        None => pack(init),
+    }
+}
+
+/// Compile time (CompileOp): MatMul's packed constant B, kept on the op.
+pub fn prepare_matmul(init: &KernelInit<'_>) -> KernelResult<Vec<(String, AttrValue)>> {
+    Ok(pack_matmul_b(init)?
+        .map(|p| {
+            vec![(
+                PACKED_B_ATTR.to_string(),
+                AttrValue::Bytes(p.as_bytes().to_vec()),
+            )]
+        })
+        .unwrap_or_default())
+}
+
+/// Builds the MatMul kernel.
+pub fn create_matmul(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(MatMulKernel {
-        packed_b,
+        packed_b: packed_b_of(init, pack_matmul_b)?,
         activation: activation(init)?,
     }))
 }
@@ -253,18 +289,37 @@ pub struct GemmKernel {
     packed_b: Option<PackedB>,
 }
 
+/// Gemm's B packed (as op(B)), when it is a constant matrix.
+fn pack_gemm_b(init: &KernelInit<'_>) -> KernelResult<Option<PackedB>> {
+    let trans_b = init.int_or("transB", 0)? != 0;
+    match init.constant(1) {
+        Some(b) if b.shape().len() == 2 => {
+            let (r, c) = (b.shape()[0], b.shape()[1]);
+            let (k, n) = if trans_b { (c, r) } else { (r, c) };
+            let p = PackedB::pack(b.as_slice::<f32>()?, k, n, c, trans_b).map_err(gemm_err)?;
+            Ok(Some(p))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Compile time (CompileOp): Gemm's packed constant B, kept on the op.
+pub fn prepare_gemm(init: &KernelInit<'_>) -> KernelResult<Vec<(String, AttrValue)>> {
+    Ok(pack_gemm_b(init)?
+        .map(|p| {
+            vec![(
+                PACKED_B_ATTR.to_string(),
+                AttrValue::Bytes(p.as_bytes().to_vec()),
+            )]
+        })
+        .unwrap_or_default())
+}
+
 /// Builds the Gemm kernel.
 pub fn create_gemm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let trans_a = init.int_or("transA", 0)? != 0;
     let trans_b = init.int_or("transB", 0)? != 0;
-    let packed_b = match init.constant(1) {
-        Some(b) if b.shape().len() == 2 => {
-            let (r, c) = (b.shape()[0], b.shape()[1]);
-            let (k, n) = if trans_b { (c, r) } else { (r, c) };
-            Some(PackedB::pack(b.as_slice::<f32>()?, k, n, c, trans_b).map_err(gemm_err)?)
-        }
-        _ => None,
-    };
+    let packed_b = packed_b_of(init, pack_gemm_b)?;
     Ok(Box::new(GemmKernel {
         trans_a,
         trans_b,
@@ -390,13 +445,59 @@ pub struct ConvKernel {
     packed_w: Option<Vec<PackedA>>,
 }
 
-/// Builds the Conv kernel (Conv and FusedConv).
-pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let group = usize::try_from(init.int_or("group", 1)?)
+fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
+    usize::try_from(init.int_or("group", 1)?)
         .ok()
         .filter(|&g| g > 0)
-        .ok_or_else(|| KernelError::attr("group", "must be positive"))?;
-    let packed_w = match init.constant(1) {
+        .ok_or_else(|| KernelError::attr("group", "must be positive"))
+}
+
+/// Compile time (CompileOp): the Conv's packed constant weights, one per group, kept on the op.
+pub fn prepare_conv(init: &KernelInit<'_>) -> KernelResult<Vec<(String, AttrValue)>> {
+    Ok(pack_conv_w(init, conv_group(init)?)?
+        .map(|v| {
+            let bytes = v.iter().map(|p| p.as_bytes().to_vec()).collect();
+            vec![(PACKED_W_ATTR.to_string(), AttrValue::ListBytes(bytes))]
+        })
+        .unwrap_or_default())
+}
+
+/// Builds the Conv kernel (Conv and FusedConv).
+pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let group = conv_group(init)?;
+    let packed_w = match init.attrs.get(PACKED_W_ATTR) {
+        Some(AttrValue::ListBytes(v)) if v.len() == group => Some(
+            v.iter()
+                .map(|b| PackedA::from_bytes(b))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| KernelError::attr(PACKED_W_ATTR, e.to_string()))?,
+        ),
+        Some(_) => {
+            return Err(KernelError::attr(
+                PACKED_W_ATTR,
+                format!("not a list of {group} packed weights"),
+            ))
+        }
+        None => pack_conv_w(init, group)?,
+    };
+    Ok(Box::new(ConvKernel {
+        window: WindowAttrs::parse(init)?,
+        group,
+        activation: activation(init)?,
+        packed_w,
+    }))
+}
+
+/// The Conv's weights packed per group, when they are a constant (depthwise convs use their
+/// weights directly: none).
+fn pack_conv_w(init: &KernelInit<'_>, group: usize) -> KernelResult<Option<Vec<PackedA>>> {
+    let depthwise = init
+        .constant(1)
+        .is_some_and(|w| w.shape().len() == 4 && w.shape()[1] == 1 && w.shape()[0] == group);
+    if depthwise {
+        return Ok(None);
+    }
+    Ok(match init.constant(1) {
         Some(w) if w.shape().len() == 4 && w.shape()[0] % group == 0 => {
             let s = w.shape();
             let (cout_g, kk) = (s[0] / group, s[1] * s[2] * s[3]);
@@ -409,13 +510,7 @@ pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
             Some(v)
         }
         _ => None,
-    };
-    Ok(Box::new(ConvKernel {
-        window: WindowAttrs::parse(init)?,
-        group,
-        activation: activation(init)?,
-        packed_w,
-    }))
+    })
 }
 
 /// Floats of one im2col tile (256 KiB: it stays in L2 while the GEMM packs it).

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use rge_ir::OpDesc;
-use rge_kernels::{KernelDef, KernelSet, MemSpace};
+use rge_ir::{ComputeGraph, NodeId, OpDesc};
+use rge_kernels::{KernelDef, KernelInit, KernelSet, MemSpace, Tensor};
 
+use crate::error::{EngineError, EngineResult};
 use crate::store::{KernelInfoStore, OpInfo, OpTypes, Support};
 
 /// The op's domain, normalized ("" for the default ONNX domain).
@@ -119,4 +120,94 @@ impl KernelInfoStore for KernelStore {
     fn kernel_set(&self) -> Option<&KernelSet> {
         Some(&self.kernels)
     }
+
+    /// GE's `CompileOp`: the compile-time work of each node's kernel definition (prepacked
+    /// weights …), recorded as attributes on its op.
+    fn compile_ops(&self, graph: &mut ComputeGraph, nodes: &[NodeId]) -> EngineResult<()> {
+        for &n in nodes {
+            let Some(op) = graph.op(n) else { continue };
+            let Ok(def) = self.select(op) else {
+                // Not this engine's to run: the kernel selection stage says why.
+                continue;
+            };
+            let Some(prepare) = &def.prepare else {
+                continue;
+            };
+            let constants = constant_inputs(graph, n);
+            let consts: Vec<Option<&Tensor>> = constants.iter().map(Option::as_ref).collect();
+            let (input_types, output_types) = rge_kernels::port_types(op);
+            let init = KernelInit {
+                node_name: op.name(),
+                op_type: op.op_type(),
+                domain: op_domain(op),
+                opset: op_opset(op),
+                attrs: op.attrs(),
+                input_types: &input_types,
+                output_types: &output_types,
+                subgraph_attrs: &[],
+                constants: &consts,
+            };
+            let attrs = prepare(&init).map_err(|e| {
+                EngineError::engine(
+                    def.name.split('.').next().unwrap_or(""),
+                    format!("node `{}`: compiling kernel `{}`: {e}", op.name(), def.name),
+                )
+            })?;
+            if let Some(op) = graph.op_mut(n) {
+                let keys: Vec<String> = attrs.iter().map(|(k, _)| k.clone()).collect();
+                for (k, v) in attrs {
+                    op.attrs_mut().set(k, v);
+                }
+                if !keys.is_empty() {
+                    op.attrs_mut()
+                        .set(PREPARED_ATTR, rge_ir::AttrValue::ListString(keys));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The op attribute listing the attributes compile-time kernel work recorded (so a runtime that
+/// keeps no compiled state can drop them once the kernels are built).
+pub const PREPARED_ATTR: &str = "_rge_prepared";
+
+/// Removes from every op of `graph` the attributes compile-time kernel work recorded.
+pub fn strip_prepared(graph: &mut ComputeGraph) {
+    let graphs: Vec<rge_ir::GraphId> = std::iter::once(graph.root())
+        .chain(graph.subgraphs().iter().copied())
+        .collect();
+    for g in graphs {
+        for n in graph.nodes_of(g).collect::<Vec<_>>() {
+            let Some(op) = graph.op_mut(n) else { continue };
+            let keys = match op.attrs().get(PREPARED_ATTR) {
+                Some(rge_ir::AttrValue::ListString(v)) => v.clone(),
+                _ => continue,
+            };
+            for k in keys {
+                op.attrs_mut().remove(&k);
+            }
+            op.attrs_mut().remove(PREPARED_ATTR);
+        }
+    }
+}
+
+/// The inputs of `n` that come straight from Const nodes, as runtime tensors.
+fn constant_inputs(graph: &ComputeGraph, n: NodeId) -> Vec<Option<Tensor>> {
+    let Some(node) = graph.node(n) else {
+        return Vec::new();
+    };
+    (0..node.in_data_count())
+        .map(|i| {
+            let src = node.peer_of_input(i)?;
+            let op = graph.op(src.node)?;
+            if !matches!(op.op_type(), "Const" | "Constant") {
+                return None;
+            }
+            match op.attrs().get("value") {
+                Some(rge_ir::AttrValue::Tensor(t)) => rge_kernels::tensor_from_ir(t).ok(),
+                _ => None,
+            }
+        })
+        .collect()
 }

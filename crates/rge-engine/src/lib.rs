@@ -35,7 +35,9 @@ pub use attrs::{EngineAttributes, EngineKind, RuntimeType, SchedulingFlags, MAX_
 pub use builder::{default_running_params, Kernel, KernelBuilder, NamedKernel, RunningParams};
 pub use engine::{BasicEngine, Engine, EngineOptions};
 pub use error::{EngineError, EngineResult};
-pub use kernels::{op_domain, op_opset, space_of_mem_types, KernelStore};
+pub use kernels::{
+    op_domain, op_opset, space_of_mem_types, strip_prepared, KernelStore, PREPARED_ATTR,
+};
 pub use optimizer::{GraphOptimizer, OptimizeStage};
 pub use plugin::{
     load_engine_plugin, load_engine_plugin_with_entry, PluginComputeKernel, PluginEngine,

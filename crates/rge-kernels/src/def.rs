@@ -157,6 +157,12 @@ pub type DefFactory = Arc<dyn Fn(&KernelInit<'_>) -> KernelResult<Box<dyn Kernel
 /// Checks one op instance beyond types (attributes, shapes); `Err` carries the reason.
 pub type DefCheck = Arc<dyn Fn(&OpDesc) -> Result<(), String> + Send + Sync>;
 
+/// Compile-time work of a kernel (the seed's CompileOp): from the node and its constant inputs,
+/// the attributes to record on the op (prepacked weights, say), which the compiled model — and
+/// a saved one — keeps, and which the factory then reads instead of redoing the work.
+pub type DefPrepare =
+    Arc<dyn Fn(&KernelInit<'_>) -> KernelResult<Vec<(String, rge_ir::AttrValue)>> + Send + Sync>;
+
 /// A kernel definition.
 #[derive(Clone)]
 pub struct KernelDef {
@@ -175,6 +181,8 @@ pub struct KernelDef {
     /// `Some((input, output))`: the output may be written over the input (same bytes).
     pub in_place: Option<(usize, usize)>,
     pub check: Option<DefCheck>,
+    /// Compile-time work, run by the engine's `compile_ops`.
+    pub prepare: Option<DefPrepare>,
     pub factory: DefFactory,
 }
 
@@ -188,6 +196,7 @@ impl fmt::Debug for KernelDef {
             .field("inputs", &self.inputs)
             .field("outputs", &self.outputs)
             .field("in_place", &self.in_place)
+            .field("prepare", &self.prepare.is_some())
             .finish()
     }
 }
@@ -217,6 +226,7 @@ impl KernelDef {
             outputs: Vec::new(),
             in_place: None,
             check: None,
+            prepare: None,
             factory: Arc::new(factory),
         }
     }
@@ -271,6 +281,18 @@ impl KernelDef {
         check: impl Fn(&OpDesc) -> Result<(), String> + Send + Sync + 'static,
     ) -> Self {
         self.check = Some(Arc::new(check));
+        self
+    }
+
+    /// Compile-time work: `f` returns attributes to record on the op (see [`DefPrepare`]).
+    pub fn with_prepare(
+        mut self,
+        f: impl Fn(&KernelInit<'_>) -> KernelResult<Vec<(String, rge_ir::AttrValue)>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.prepare = Some(Arc::new(f));
         self
     }
 

@@ -20,7 +20,8 @@ pub mod value;
 pub use buffer::Buffer;
 pub use convert::{tensor_from_ir, tensor_to_ir};
 pub use def::{
-    port_types, DefCheck, DefFactory, KernelDef, KernelSet, MemSpace, PortDef, TypeSet, HOST_SPACE,
+    port_types, DefCheck, DefFactory, DefPrepare, KernelDef, KernelSet, MemSpace, PortDef, TypeSet,
+    HOST_SPACE,
 };
 pub use dtype::DType;
 pub use elem::{as_bytes, Elem};

@@ -31,6 +31,10 @@ pub struct SessionOptions {
     pub kernels: KernelRegistry,
     /// Threads a kernel may use.
     pub kernel_threads: usize,
+    /// Keep what compile-time kernel work recorded on the ops (prepacked weights …) in the
+    /// built model's graph, so saving it keeps them (`rge compile`); off, they are dropped
+    /// once the kernels are built, which saves their memory.
+    pub keep_compiled_state: bool,
 }
 
 impl Default for SessionOptions {
@@ -42,6 +46,7 @@ impl Default for SessionOptions {
             engines: None,
             kernels: KernelRegistry::default(),
             kernel_threads: 1,
+            keep_compiled_state: false,
         }
     }
 }
@@ -191,6 +196,10 @@ impl Session {
             saved_offsets,
         };
         let program = lower_graph(&env, &graph, graph.root())?;
+        let mut graph = graph;
+        if !self.options.keep_compiled_state {
+            rge_engine::strip_prepared(&mut graph);
+        }
         if let Some(limit) = self.options.memory_limit {
             if program.plan.arena_bytes > limit {
                 return Err(RuntimeError::option(

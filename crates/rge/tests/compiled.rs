@@ -89,3 +89,48 @@ fn a_model_compiled_by_another_engine_set_is_refused_naming_the_node() {
     );
     assert!(e.message.contains("relu"), "{}", e.message);
 }
+
+#[test]
+fn saved_models_keep_the_prepacked_weights_and_check_them() {
+    let model = examples().join("tiny_cnn.onnx");
+    let out = tmp("packed.om");
+    cli::compile::run(&model, &out, &EngineArgs::default()).unwrap();
+    // The dense nodes carry their packed weights in the file.
+    let ge = rge_formats::ge::GeModel::read_binary(&out).unwrap();
+    let g = &ge.graph;
+    let packed: Vec<String> = g
+        .nodes_of(g.root())
+        .filter(|&n| {
+            let a = g.op(n).unwrap().attrs();
+            a.contains(rge_dense::kernels::PACKED_W_ATTR)
+                || a.contains(rge_dense::kernels::PACKED_B_ATTR)
+        })
+        .map(|n| g.name_of(n).to_string())
+        .collect();
+    assert_eq!(packed.len(), 3, "{packed:?}");
+    run_model(&out, EngineArgs::default()).unwrap_or_else(|e| panic!("{}", e.message));
+    // A flipped byte in a packed weight is caught by its checksum, naming the node.
+    let mut ge = ge;
+    let fc = ge.graph.find_node(ge.graph.root(), &packed[2]).unwrap();
+    let op = ge.graph.op_mut(fc).unwrap();
+    for key in [
+        rge_dense::kernels::PACKED_W_ATTR,
+        rge_dense::kernels::PACKED_B_ATTR,
+    ] {
+        match op.attrs_mut().get_mut(key) {
+            Some(rge_ir::AttrValue::Bytes(b)) => b[100] ^= 0x40,
+            Some(rge_ir::AttrValue::ListBytes(v)) => v[0][100] ^= 0x40,
+            _ => {}
+        }
+    }
+    let bad = tmp("bad_packed.om");
+    ge.write_binary(&bad, &rge_formats::ge::WriteOptions::default())
+        .unwrap();
+    let e = run_model(&bad, EngineArgs::default()).unwrap_err();
+    assert!(
+        e.message.contains("bad_packed.om") && e.message.contains(&packed[2]),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("checksum"), "{}", e.message);
+}

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::epilogue::EpiCtx;
-use super::pack::{pack_a, pack_b, AlignedBuf, PANEL_A, PANEL_B};
+use super::pack::{pack_a, pack_b, AlignedBuf, K_BLOCK, PANEL_A, PANEL_B};
 use super::simd::{run_tile, Isa, Mode, Store, Tile};
 
 /// An operand as the driver sees it: raw (packed per block) or prepacked panels.
@@ -46,8 +46,6 @@ pub(crate) struct Problem<'a> {
     pub n: usize,
     /// The depth to compute (0 when alpha is 0).
     pub k: usize,
-    /// The depth the operands were packed with.
-    pub k_full: usize,
     pub alpha: f32,
     pub beta: f32,
     pub a: Src<'a>,
@@ -57,10 +55,9 @@ pub(crate) struct Problem<'a> {
     pub epi: Option<&'a EpiCtx<'a>>,
 }
 
-/// Cache block sizes (in elements): KC × 32 floats of B fit L1 beside the A stream, MC × KC
-/// floats of A fit half of L2.
+/// Cache block sizes (in elements; KC is the packed format's `K_BLOCK`): MC × KC floats of A
+/// fit half of L2, KC × NC of B streams from L3.
 struct Blocking {
-    kc: usize,
     mc: usize,
     nc: usize,
 }
@@ -70,30 +67,27 @@ fn blocking(isa: Isa) -> Blocking {
     if let Ok(v) = std::env::var("RGE_DENSE_BLOCK") {
         let v: Vec<usize> = v.split(',').filter_map(|x| x.parse().ok()).collect();
         if v.len() == 3 {
-            return Blocking {
-                kc: v[0],
-                mc: v[1],
-                nc: v[2],
-            };
+            return Blocking { mc: v[1], nc: v[2] };
         }
     }
     match isa {
-        Isa::Avx512 => Blocking {
-            kc: 256,
-            mc: 480,
-            nc: 2048,
-        },
-        Isa::Avx2 => Blocking {
-            kc: 256,
-            mc: 144,
-            nc: 2048,
-        },
-        Isa::Scalar => Blocking {
-            kc: 256,
-            mc: 96,
-            nc: 1024,
-        },
+        Isa::Avx512 => Blocking { mc: 480, nc: 2048 },
+        Isa::Avx2 => Blocking { mc: 144, nc: 2048 },
+        Isa::Scalar => Blocking { mc: 96, nc: 1024 },
     }
+}
+
+fn pf() -> (usize, usize, usize) {
+    static V: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        let g = |n, d| {
+            std::env::var(n)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        (g("RGE_PFA", 0), g("RGE_PFB", 0), g("RGE_PFC", 1))
+    })
 }
 
 fn a_resident() -> bool {
@@ -214,12 +208,13 @@ fn run_part(
         let nc = bl.nc.min(j1 - jc);
         let mut pc = 0;
         loop {
-            let kc = bl.kc.min(p.k - pc);
+            let kc = K_BLOCK.min(p.k - pc);
             // B micro-panel j of this block starts at bdata[j·bstride].
             let (bdata, bstride): (&[f32], usize) = match p.b {
                 Src::Packed(d) => {
-                    let off = jc / PANEL_B * p.k_full * PANEL_B + pc * PANEL_B;
-                    (&d[off.min(d.len())..], p.k_full * PANEL_B)
+                    // Depth block pc / K_BLOCK, then panel jc / PANEL_B of it.
+                    let off = pc * p.n.div_ceil(PANEL_B) * PANEL_B + jc * kc;
+                    (&d[off.min(d.len())..], kc * PANEL_B)
                 }
                 Src::Raw { data, ld, trans } => {
                     let len = nc.div_ceil(PANEL_B) * PANEL_B * kc;
@@ -244,8 +239,8 @@ fn run_part(
                 let mc = bl.mc.min(i1 - ic);
                 let (adata, astride): (&[f32], usize) = match p.a {
                     Src::Packed(d) => {
-                        let off = ic / PANEL_A * p.k_full * PANEL_A + pc * PANEL_A;
-                        (&d[off.min(d.len())..], p.k_full * PANEL_A)
+                        let off = pc * p.m.div_ceil(PANEL_A) * PANEL_A + ic * kc;
+                        (&d[off.min(d.len())..], kc * PANEL_A)
                     }
                     Src::Raw { data, ld, trans } => {
                         let len = mc.div_ceil(PANEL_A) * PANEL_A * kc;
@@ -268,11 +263,14 @@ fn run_part(
                         cols: (nc - jr).min(PANEL_B),
                         row0: row,
                         col0: col,
+                        pf_a: pf().0,
+                        pf_b: pf().1,
+                        pf_c: pf().2,
                     };
                     // SAFETY: the ISA was checked by `sgemm_isa`; the panels hold `kc` full
-                    // steps from these offsets (packed: k_full·PANEL per panel and pc + kc
-                    // <= k_full; raw: just packed); the tile lies inside the validated C,
-                    // which only this part writes; the epilogue was validated for m × n.
+                    // steps from these offsets (packed with the same K_BLOCK depth blocks, or
+                    // just packed); the tile lies inside the validated C, which only this part
+                    // writes; the epilogue was validated for m × n.
                     unsafe { run_tile(isa, &t, &store) };
                 };
                 if a_resident() {

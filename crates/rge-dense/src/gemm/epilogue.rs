@@ -169,11 +169,9 @@ pub(crate) fn activation<S: Simd>(s: S, act: &Activation, x: S::V) -> S::V {
         Activation::HardSigmoid { alpha, beta } => hard_sigmoid(s, x, alpha, beta),
         Activation::HardSwish => s.mul(x, hard_sigmoid(s, x, 1.0 / 6.0, 0.5)),
         Activation::Swish { alpha } => {
-            // x / (1 + e^{-αx}) with the rounding of αx carried into the exponential.
-            let h = s.mul(s.splat(alpha), x);
-            let l = s.fma(s.splat(alpha), x, s.sub(s.splat(0.0), h));
-            let e = exp_hl(s, s.sub(s.splat(0.0), h), s.sub(s.splat(0.0), l));
-            s.div(x, s.add(s.splat(1.0), e))
+            // αx = h + l exactly, so its rounding does not reach the exponential.
+            let (h, l) = two_prod(s, s.splat(alpha), x);
+            mul_sigmoid(s, x, h, l)
         }
         Activation::Gelu => gelu(s, x),
         Activation::GeluTanh => gelu_tanh(s, x),
@@ -200,6 +198,12 @@ fn poly<S: Simd, const N: usize>(s: S, x: S::V, c: &[f32; N]) -> S::V {
 /// `e^x`.
 #[inline(always)]
 pub(crate) fn exp<S: Simd>(s: S, x: S::V) -> S::V {
+    exp_mul(s, x, s.splat(1.0))
+}
+
+/// `m·e^x`, rounded once at the end even where the result is denormal (`m` a normal float).
+#[inline(always)]
+fn exp_mul<S: Simd>(s: S, x: S::V, m: S::V) -> S::V {
     // 1 + r + r²·P(r) on |r| <= ln2/2 (least squares, relative error 6e-11 in exact arithmetic).
     const P: [f32; 6] = [
         0.5,
@@ -213,29 +217,43 @@ pub(crate) fn exp<S: Simd>(s: S, x: S::V) -> S::V {
     // ln 2 split so that n·LN2_HI is exact for |n| < 2^9.
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
-    // Below -104 the result rounds to 0; above 89, 2^n overflows to inf, as it should.
-    let xc = s.min(s.splat(89.0), s.max(s.splat(-104.0), x));
+    // Below -110 the result rounds to 0 (for |m| < 2^40); above 89, 2^n overflows to inf.
+    let xc = s.min(s.splat(89.0), s.max(s.splat(-110.0), x));
     let n = s.round(s.mul(xc, s.splat(LOG2E)));
     let r = s.fma(n, s.splat(-LN2_HI), xc);
     let r = s.fma(n, s.splat(-LN2_LO), r);
     let e = s.mul_add(s.mul(r, r), poly(s, r, &P), s.add(r, s.splat(1.0)));
-    // 2^n in two factors so every n in [-150, 128] is representable.
+    // 2^n in two factors so every n in [-159, 128] is representable.
     let n1 = s.round(s.mul(n, s.splat(0.5)));
     let n2 = s.sub(n, n1);
-    s.mul(s.mul(e, s.pow2i(n1)), s.pow2i(n2))
+    s.mul(s.mul(s.mul(e, m), s.pow2i(n1)), s.pow2i(n2))
 }
 
 /// `e^(h + l)` for a small correction `l` (|l| <= ulp(h)): `e^h·(1 + l)`.
 #[inline(always)]
 fn exp_hl<S: Simd>(s: S, h: S::V, l: S::V) -> S::V {
-    let e = exp(s, h);
-    s.mul_add(e, l, e)
+    exp_mul(s, h, s.add(s.splat(1.0), l))
+}
+
+/// `m·sigmoid(h + l)` for a small correction `l`, without overflow: `m/(1 + e^{-w})` for
+/// `w >= 0`, `m·e^{w}/(1 + e^{w})` below (`m·e^{w}` rounded once, so results near the
+/// denormal range keep their precision).
+#[inline(always)]
+fn mul_sigmoid<S: Simd>(s: S, m: S::V, h: S::V, l: S::V) -> S::V {
+    let zero = s.splat(0.0);
+    let neg = s.lt(h, zero);
+    // -|w| = nh + nl
+    let nh = s.sub(zero, s.abs(h));
+    let nl = s.select(neg, l, s.sub(zero, l));
+    let e = exp_hl(s, nh, nl);
+    let den = s.add(s.splat(1.0), e);
+    let num = s.select(neg, exp_mul(s, nh, s.mul(m, s.add(s.splat(1.0), nl))), m);
+    s.div(num, den)
 }
 
 #[inline(always)]
 fn sigmoid<S: Simd>(s: S, x: S::V) -> S::V {
-    let e = exp(s, s.sub(s.splat(0.0), x));
-    s.div(s.splat(1.0), s.add(s.splat(1.0), e))
+    mul_sigmoid(s, s.splat(1.0), x, s.splat(0.0))
 }
 
 #[inline(always)]
@@ -289,16 +307,18 @@ fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
     // z² = x²/2 exactly as h + l, so e^{-z²} keeps full relative precision in the tail.
     let h = s.mul(ax, ax);
     let l = s.fma(ax, ax, s.sub(s.splat(0.0), h));
-    let half = s.splat(-0.5);
-    let e = exp_hl(s, s.mul(h, half), s.mul(l, half));
-    let erfc = s.mul(s.mul(t, e), poly(s, t, &Q));
-    let half_erfc = s.mul(erfc, s.splat(0.5));
-    let phi = s.select(
-        s.lt(x, s.splat(0.0)),
-        half_erfc,
-        s.sub(s.splat(1.0), half_erfc),
+    let tq = s.mul(t, poly(s, t, &Q));
+    let corr = s.mul_add(l, s.splat(-0.5), s.splat(1.0));
+    let e = exp_mul(s, s.mul(h, s.splat(-0.5)), corr);
+    // x >= 0: x·(1 - erfc/2). x < 0: x·erfc/2 = -|x|·t·Q·e^{-z²}/2 with the exponential's
+    // scale applied last, so a result near the denormal range is rounded only once.
+    let pos = s.mul(x, s.mul_add(s.mul(tq, e), s.splat(-0.5), s.splat(1.0)));
+    let neg = exp_mul(
+        s,
+        s.mul(h, s.splat(-0.5)),
+        s.mul(s.mul(ax, s.splat(-0.5)), s.mul(tq, corr)),
     );
-    s.mul(x, phi)
+    s.select(s.lt(x, s.splat(0.0)), neg, pos)
 }
 
 /// Error-free product: `a·b = h + l`.
@@ -341,7 +361,5 @@ fn gelu_tanh<S: Simd>(s: S, x: S::V) -> S::V {
     let kl = s.mul_add(s.splat(K.1), xc, kl);
     let (wh, wl) = two_prod(s, kh, ih);
     let wl = s.mul_add(kh, il, s.mul_add(kl, ih, wl));
-    let zero = s.splat(0.0);
-    let e = exp_hl(s, s.sub(zero, wh), s.sub(zero, wl));
-    s.div(x, s.add(s.splat(1.0), e))
+    mul_sigmoid(s, x, wh, wl)
 }

@@ -22,7 +22,7 @@ mod simd;
 
 pub use convert::{bf16_to_f32, f16_to_f32};
 pub use epilogue::{Activation, Bias, Epilogue, Residual};
-pub use pack::{PackedA, PackedB, PANEL_A, PANEL_B};
+pub use pack::{PackedA, PackedB, K_BLOCK, PANEL_A, PANEL_B};
 pub use simd::Isa;
 
 use pack::check_raw;
@@ -211,7 +211,6 @@ pub fn sgemm_isa(
         n,
         // alpha = 0: A·B does not contribute and is not computed (BLAS).
         k: if p.alpha == 0.0 { 0 } else { k },
-        k_full: k,
         alpha: p.alpha,
         beta: p.beta,
         a,

@@ -3,8 +3,11 @@
 //! The microkernel reads A as panels of [`PANEL_A`] rows and B as panels of [`PANEL_B`]
 //! columns, k-major inside a panel: A panel `p` holds, for each k, the `PANEL_A` values
 //! `op(A)[p·PANEL_A + r, k]`; B panel `p` holds, for each k, `op(B)[k, p·PANEL_B + j]`; rows or
-//! columns past the matrix are zero. Both widths are fixed (every ISA's kernel reads them), so a
-//! packed operand is the same on every machine and can be saved in a compiled model.
+//! columns past the matrix are zero. The depth is cut into blocks of [`K_BLOCK`] (the last one
+//! shorter), and block after block holds all panels of its depth range, so one cache block of
+//! the GEMM is contiguous memory (no power-of-two strides between panels to thrash L2 sets).
+//! The widths and the block depth are fixed (every ISA's kernel reads them), so a packed
+//! operand is the same on every machine and can be saved in a compiled model.
 //!
 //! Serialized form ([`PackedB::as_bytes`]), little-endian, a 64-byte header then the panels:
 //!
@@ -16,9 +19,9 @@
 //! | 16 | u64 rows (A: m, B: k) |
 //! | 24 | u64 cols (A: k, B: n) |
 //! | 32 | u32 panel width (A: 12, B: 32) |
-//! | 36 | u32 reserved, 0 |
+//! | 36 | u32 depth block (256) |
 //! | 40 | u64 number of f32 values that follow |
-//! | 48 | u64 checksum of those values (4-lane FNV-1a over their u32 words) |
+//! | 48 | u64 checksum of the header's bytes 0..48 and the values (4-lane FNV-1a over u32 words) |
 //! | 56 | u64 reserved, 0 |
 //! | 64 | the panels, f32 |
 
@@ -28,6 +31,9 @@ use super::GemmError;
 pub const PANEL_A: usize = 12;
 /// Columns per B panel (two AVX-512 vectors; AVX2 and scalar run 2 × 16).
 pub const PANEL_B: usize = 32;
+/// Depth of one packed block: also the GEMM's KC, so a KC × 32 B micro-panel (32 KiB) stays
+/// in L1.
+pub const K_BLOCK: usize = 256;
 
 const MAGIC: &[u8; 8] = b"RGEPACK\0";
 const VERSION: u32 = 1;
@@ -243,18 +249,22 @@ fn data_len(kind: Kind, rows: usize, cols: usize) -> Option<usize> {
 }
 
 /// Checksum of the panel words: FNV-1a in 4 interleaved lanes (so it runs at memory speed).
-fn checksum(data: &[f32]) -> u64 {
+fn checksum(head: &[f32], data: &[f32]) -> u64 {
     const PRIME: u64 = 0x0100_0000_01b3;
     let mut h = [0xcbf2_9ce4_8422_2325u64; 4];
-    let mut chunks = data.chunks_exact(4);
-    for c in &mut chunks {
-        for (h, v) in h.iter_mut().zip(c) {
+    let mut mix = |words: &[f32]| {
+        let mut chunks = words.chunks_exact(4);
+        for c in &mut chunks {
+            for (h, v) in h.iter_mut().zip(c) {
+                *h = (*h ^ u64::from(v.to_bits())).wrapping_mul(PRIME);
+            }
+        }
+        for (h, v) in h.iter_mut().zip(chunks.remainder()) {
             *h = (*h ^ u64::from(v.to_bits())).wrapping_mul(PRIME);
         }
-    }
-    for (h, v) in h.iter_mut().zip(chunks.remainder()) {
-        *h = (*h ^ u64::from(v.to_bits())).wrapping_mul(PRIME);
-    }
+    };
+    mix(&head[..12]);
+    mix(data);
     h.iter().fold(data.len() as u64, |acc, &x| {
         (acc ^ x).wrapping_mul(PRIME).rotate_left(29)
     })
@@ -289,13 +299,19 @@ impl Packed {
         let total = len.checked_add(HEADER).ok_or(GemmError::Overflow)?;
         let mut buf = AlignedBuf::zeroed(total);
         let (head, data) = buf.as_mut_slice().split_at_mut(HEADER);
-        if len > 0 {
+        let (wide, depth) = match kind {
+            Kind::A => (rows, cols),
+            Kind::B => (cols, rows),
+        };
+        let block = wide.div_ceil(kind.panel()) * kind.panel();
+        for p0 in (0..depth).step_by(K_BLOCK) {
+            let kc = K_BLOCK.min(depth - p0);
+            let dst = &mut data[p0 * block..];
             match kind {
-                Kind::A => pack_a(data, src, ld, trans, 0, rows, 0, cols),
-                Kind::B => pack_b(data, src, ld, trans, 0, rows, 0, cols),
+                Kind::A => pack_a(dst, src, ld, trans, 0, rows, p0, kc),
+                Kind::B => pack_b(dst, src, ld, trans, p0, kc, 0, cols),
             }
         }
-        let sum = checksum(data);
         for (i, w) in MAGIC.chunks_exact(4).enumerate() {
             put_u32(head, i, u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
         }
@@ -304,7 +320,9 @@ impl Packed {
         put_u64(head, 4, rows as u64);
         put_u64(head, 6, cols as u64);
         put_u32(head, 8, kind.panel() as u32);
+        put_u32(head, 9, K_BLOCK as u32);
         put_u64(head, 10, len as u64);
+        let sum = checksum(head, data);
         put_u64(head, 12, sum);
         Ok(Packed { buf, rows, cols })
     }
@@ -343,6 +361,15 @@ impl Packed {
                 kind.panel()
             )));
         }
+        if u32_at(36) as usize != K_BLOCK {
+            return Err(bad(format!(
+                "depth block {} (expected {K_BLOCK})",
+                u32_at(36)
+            )));
+        }
+        if u64_at(56) != 0 {
+            return Err(bad("reserved header field is not zero".into()));
+        }
         let dim = |o: usize| usize::try_from(u64_at(o)).map_err(|_| GemmError::Overflow);
         let (rows, cols) = (dim(16)?, dim(24)?);
         let len = data_len(kind, rows, cols).ok_or(GemmError::Overflow)?;
@@ -364,8 +391,9 @@ impl Packed {
         for (w, b) in buf.as_mut_slice().iter_mut().zip(bytes.chunks_exact(4)) {
             *w = f32::from_bits(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         }
-        if checksum(&buf.as_slice()[HEADER..]) != u64_at(48) {
-            return Err(bad("checksum mismatch (corrupted panels)".into()));
+        let (head, data) = buf.as_slice().split_at(HEADER);
+        if checksum(head, data) != u64_at(48) {
+            return Err(bad("checksum mismatch (corrupted header or panels)".into()));
         }
         Ok(Packed { buf, rows, cols })
     }
@@ -410,7 +438,7 @@ impl PackedA {
     pub fn k(&self) -> usize {
         self.0.cols
     }
-    /// Panels, each `k·PANEL_A` floats.
+    /// The panels: depth block `b` (of `K_BLOCK`) at `b·K_BLOCK·ceil(m/PANEL_A)·PANEL_A`.
     pub(crate) fn data(&self) -> &[f32] {
         self.0.data()
     }
@@ -437,7 +465,7 @@ impl PackedB {
     pub fn n(&self) -> usize {
         self.0.cols
     }
-    /// Panels, each `k·PANEL_B` floats.
+    /// The panels: depth block `b` (of `K_BLOCK`) at `b·K_BLOCK·ceil(n/PANEL_B)·PANEL_B`.
     pub(crate) fn data(&self) -> &[f32] {
         self.0.data()
     }

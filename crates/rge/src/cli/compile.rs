@@ -22,7 +22,8 @@ pub fn run_with_shapes(
     engines: &EngineArgs,
     shapes: &[String],
 ) -> CliResult {
-    let s = super::run::session(ExecutorKind::Sequential, Some(1), engines)?;
+    // The compiled model keeps the kernels' compile-time state (prepacked weights).
+    let s = super::run::session_keeping(ExecutorKind::Sequential, Some(1), engines, true)?;
     let m = super::shape_args::build_once(&s, input, shapes)?;
     save_model(&m, output).map_err(|e| CliError::new(e.to_string()))?;
     let plan = m.plan();

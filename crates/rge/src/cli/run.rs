@@ -34,11 +34,23 @@ pub fn session(
     threads: Option<usize>,
     engines: &EngineArgs,
 ) -> Result<Session, CliError> {
+    session_keeping(executor, threads, engines, false)
+}
+
+/// [`session`], keeping the compile-time kernel state (prepacked weights) in built models when
+/// `keep` (what `rge compile` saves).
+pub fn session_keeping(
+    executor: ExecutorKind,
+    threads: Option<usize>,
+    engines: &EngineArgs,
+    keep: bool,
+) -> Result<Session, CliError> {
     Ok(Session::new(SessionOptions {
         executor,
         threads: threads.unwrap_or(0),
         // Large kernels split their work over the same number of threads.
         kernel_threads: threads.unwrap_or(1),
+        keep_compiled_state: keep,
         ..SessionOptions::with_engines(engine_set(engines)?)
     })?)
 }

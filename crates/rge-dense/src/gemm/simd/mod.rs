@@ -113,6 +113,8 @@ pub(crate) trait Simd: Copy {
     unsafe fn store_n(self, p: *mut f32, v: Self::V, n: usize);
     /// A hint to fetch the line holding `p` into L1; never faults.
     fn prefetch(self, _p: *const f32) {}
+    /// A hint to fetch the line holding `p` into L2; never faults.
+    fn prefetch_l2(self, _p: *const f32) {}
 
     /// [`store_tile`] compiled for this ISA, out of line.
     ///
@@ -150,6 +152,9 @@ pub(crate) struct Tile {
     pub cols: usize,
     pub row0: usize,
     pub col0: usize,
+    pub pf_a: usize,
+    pub pf_b: usize,
+    pub pf_c: usize,
 }
 
 /// What to do with the accumulators: scale by `alpha`, combine with C per `mode`, and (on the
@@ -224,17 +229,38 @@ pub(crate) unsafe fn micro<S: Simd, const R: usize, const NV: usize>(
     t: &Tile,
     st: &Store<'_>,
 ) {
-    // Fetch the C rows now so their misses overlap the k loop instead of stalling the stores.
-    for r in 0..R {
-        // SAFETY: row r of the tile is inside C (contract); prefetch never faults anyway.
-        let row = unsafe { t.c.add(r * t.ldc) };
-        s.prefetch(row);
-        s.prefetch(row.wrapping_add(t.cols - 1));
+    let prefetch_c = |l2: bool| {
+        for r in 0..R {
+            let row = t.c.wrapping_add(r * t.ldc);
+            for p in [row, row.wrapping_add(t.cols - 1)] {
+                if l2 {
+                    s.prefetch_l2(p)
+                } else {
+                    s.prefetch(p)
+                }
+            }
+        }
+    };
+    match t.pf_c {
+        1 => prefetch_c(false),
+        2 | 4 => prefetch_c(true),
+        _ => {}
     }
     let mut acc = [[s.splat(0.0); NV]; R];
     let mut a = t.a;
     let mut b = t.b;
-    for _ in 0..t.kc {
+    let (pfa, pfb) = (t.pf_a, t.pf_b);
+    // Fetch C into L1 only for the last TAIL steps: fetched earlier, the B stream would evict it.
+    const TAIL: usize = 24;
+    let tail = if t.pf_c >= 3 { TAIL.min(t.kc) } else { 0 };
+    let mut step = || {
+        if pfb != 0 {
+            s.prefetch(b.wrapping_add(pfb));
+            s.prefetch(b.wrapping_add(pfb + 16));
+        }
+        if pfa != 0 {
+            s.prefetch(a.wrapping_add(pfa));
+        }
         let mut bv = [s.splat(0.0); NV];
         for (v, bv) in bv.iter_mut().enumerate() {
             // SAFETY: a B micro-panel step holds PANEL_B >= NV·LANES floats.
@@ -251,6 +277,15 @@ pub(crate) unsafe fn micro<S: Simd, const R: usize, const NV: usize>(
         unsafe {
             a = a.add(PANEL_A);
             b = b.add(PANEL_B);
+        }
+    };
+    for _ in 0..t.kc - tail {
+        step();
+    }
+    if tail > 0 {
+        prefetch_c(false);
+        for _ in 0..tail {
+            step();
         }
     }
     if st.epi.is_none() && t.cols == NV * S::LANES {

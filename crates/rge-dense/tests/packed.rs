@@ -1,0 +1,169 @@
+//! The packed-operand format: layout, determinism, round trip, corruption.
+
+mod common;
+
+use common::rand_vec;
+use rge_dense::gemm::*;
+
+fn header_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn packed_b_layout_is_the_documented_one() {
+    // 3 × 2 B: one 32-wide panel of 3 k steps, columns 2.. zero.
+    let b = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let pb = PackedB::pack(&b, 3, 2, 2, false).unwrap();
+    let bytes = pb.as_bytes();
+    assert_eq!(&bytes[..8], b"RGEPACK\0");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 1);
+    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), 1);
+    assert_eq!((header_u64(bytes, 16), header_u64(bytes, 24)), (3, 2));
+    assert_eq!(
+        u32::from_le_bytes(bytes[32..36].try_into().unwrap()),
+        PANEL_B as u32
+    );
+    assert_eq!(header_u64(bytes, 40), 3 * PANEL_B as u64);
+    assert_eq!(bytes.len(), 64 + 3 * PANEL_B * 4);
+    let data = floats(&bytes[64..]);
+    for kk in 0..3 {
+        assert_eq!(
+            &data[kk * PANEL_B..kk * PANEL_B + 2],
+            &b[kk * 2..kk * 2 + 2]
+        );
+        assert!(data[kk * PANEL_B + 2..(kk + 1) * PANEL_B]
+            .iter()
+            .all(|&x| x == 0.0));
+    }
+}
+
+#[test]
+fn packed_a_layout_is_the_documented_one() {
+    // 2 × 3 A: one 12-row panel of 3 k steps, rows 2.. zero.
+    let a = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let pa = PackedA::pack(&a, 2, 3, 3, false).unwrap();
+    let bytes = pa.as_bytes();
+    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), 0);
+    assert_eq!((header_u64(bytes, 16), header_u64(bytes, 24)), (2, 3));
+    let data = floats(&bytes[64..]);
+    assert_eq!(data.len(), 3 * PANEL_A);
+    for kk in 0..3 {
+        assert_eq!(data[kk * PANEL_A], a[kk]);
+        assert_eq!(data[kk * PANEL_A + 1], a[3 + kk]);
+        assert!(data[kk * PANEL_A + 2..(kk + 1) * PANEL_A]
+            .iter()
+            .all(|&x| x == 0.0));
+    }
+}
+
+#[test]
+fn packing_is_deterministic_and_layout_independent() {
+    let (k, n) = (70, 45);
+    let b = rand_vec(k * n, 3);
+    // The same logical B stored transposed, with a padded leading dimension.
+    let ld_t = k + 5;
+    let mut bt = vec![9.0f32; n * ld_t];
+    for p in 0..k {
+        for j in 0..n {
+            bt[j * ld_t + p] = b[p * n + j];
+        }
+    }
+    let p1 = PackedB::pack(&b, k, n, n, false).unwrap();
+    let p2 = PackedB::pack(&bt, k, n, ld_t, true).unwrap();
+    assert_eq!(p1.as_bytes(), p2.as_bytes());
+    let a = rand_vec(n * k, 4);
+    assert_eq!(
+        PackedA::pack(&a, n, k, k, false).unwrap().as_bytes(),
+        PackedA::pack(&a, n, k, k, false).unwrap().as_bytes()
+    );
+}
+
+#[test]
+fn packed_bytes_round_trip() {
+    let (m, n, k) = (37, 70, 45);
+    let a = rand_vec(m * k, 1);
+    let b = rand_vec(k * n, 2);
+    let pa = PackedA::pack(&a, m, k, k, false).unwrap();
+    let pb = PackedB::pack(&b, k, n, n, false).unwrap();
+    let pa2 = PackedA::from_bytes(pa.as_bytes()).unwrap();
+    let pb2 = PackedB::from_bytes(pb.as_bytes()).unwrap();
+    assert_eq!(pa.as_bytes(), pa2.as_bytes());
+    assert_eq!(pb.as_bytes(), pb2.as_bytes());
+    assert_eq!((pa2.m(), pa2.k(), pb2.k(), pb2.n()), (m, k, k, n));
+    let p = GemmParams::new(m, n, k);
+    let mut c1 = vec![0.0f32; m * n];
+    let mut c2 = vec![0.0f32; m * n];
+    sgemm(
+        &p,
+        AOperand::Packed(&pa),
+        BOperand::Packed(&pb),
+        &mut c1,
+        n,
+        &Epilogue::NONE,
+        1,
+    )
+    .unwrap();
+    sgemm(
+        &p,
+        AOperand::Packed(&pa2),
+        BOperand::Packed(&pb2),
+        &mut c2,
+        n,
+        &Epilogue::NONE,
+        1,
+    )
+    .unwrap();
+    assert_eq!(c1, c2);
+    // Empty operands round-trip too.
+    let e = PackedB::pack(&[], 0, 5, 5, false).unwrap();
+    assert_eq!(PackedB::from_bytes(e.as_bytes()).unwrap().n(), 5);
+}
+
+#[test]
+fn corrupted_or_truncated_bytes_are_errors() {
+    let b = rand_vec(40 * 50, 5);
+    let pb = PackedB::pack(&b, 40, 50, 50, false).unwrap();
+    let good = pb.as_bytes().to_vec();
+    assert!(PackedB::from_bytes(&good).is_ok());
+    // Truncated anywhere, or extended.
+    for len in [0, 1, 63, 64, 65, good.len() / 2, good.len() - 1] {
+        assert!(
+            PackedB::from_bytes(&good[..len]).is_err(),
+            "truncated to {len}"
+        );
+    }
+    let mut longer = good.clone();
+    longer.extend_from_slice(&[0; 4]);
+    assert!(PackedB::from_bytes(&longer).is_err());
+    // A flipped bit in any header field or in the panels.
+    for at in [
+        0,
+        8,
+        12,
+        16,
+        24,
+        32,
+        40,
+        48,
+        64,
+        64 + 4 * 33,
+        good.len() - 1,
+    ] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        assert!(PackedB::from_bytes(&bad).is_err(), "flipped byte {at}");
+    }
+    // The other kind.
+    assert!(PackedA::from_bytes(&good).is_err());
+    // Dimensions that overflow.
+    let mut bad = good.clone();
+    bad[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(PackedB::from_bytes(&bad).is_err());
+}
