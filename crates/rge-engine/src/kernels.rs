@@ -124,6 +124,13 @@ impl KernelInfoStore for KernelStore {
     /// GE's `CompileOp`: the compile-time work of each node's kernel definition (prepacked
     /// weights …), recorded as attributes on its op.
     fn compile_ops(&self, graph: &mut ComputeGraph, nodes: &[NodeId]) -> EngineResult<()> {
+        let skip = graph
+            .graph_attrs(graph.root())
+            .is_some_and(|a| a.contains(SKIP_PREPARE_ATTR));
+        if skip {
+            // Built to run here and now: the kernels do this work when they are built.
+            return Ok(());
+        }
         for &n in nodes {
             let Some(op) = graph.op(n) else { continue };
             let Ok(def) = self.select(op) else {
@@ -167,6 +174,10 @@ impl KernelInfoStore for KernelStore {
         Ok(())
     }
 }
+
+/// The root-graph attribute asking kernel stores to skip compile-time work whose results only
+/// a saved compiled model needs (the kernels do it when built).
+pub const SKIP_PREPARE_ATTR: &str = "_rge_skip_prepare";
 
 /// The op attribute listing the attributes compile-time kernel work recorded (so a runtime that
 /// keeps no compiled state can drop them once the kernels are built).

@@ -37,6 +37,7 @@ pub use engine::{BasicEngine, Engine, EngineOptions};
 pub use error::{EngineError, EngineResult};
 pub use kernels::{
     op_domain, op_opset, space_of_mem_types, strip_prepared, KernelStore, PREPARED_ATTR,
+    SKIP_PREPARE_ATTR,
 };
 pub use optimizer::{GraphOptimizer, OptimizeStage};
 pub use plugin::{

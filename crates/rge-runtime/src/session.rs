@@ -232,7 +232,16 @@ impl Session {
 
     /// Runs the compile pipeline on `graph` and lowers the result.
     pub fn compile_graph(&self, graph: ComputeGraph) -> RuntimeResult<Model> {
-        let compiled = self.engines.compile(graph)?;
+        let mut graph = graph;
+        if !self.options.keep_compiled_state {
+            if let Some(a) = graph.graph_attrs_mut(graph.root()) {
+                a.set(rge_engine::SKIP_PREPARE_ATTR, true);
+            }
+        }
+        let mut compiled = self.engines.compile(graph)?;
+        if let Some(a) = compiled.graph.graph_attrs_mut(compiled.graph.root()) {
+            a.remove(rge_engine::SKIP_PREPARE_ATTR);
+        }
         self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len())
     }
 
