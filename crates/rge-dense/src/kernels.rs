@@ -113,35 +113,6 @@ pub fn create_matmul(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     }))
 }
 
-/// Numpy's broadcast of two batch shapes.
-fn broadcast_batch(a: &[usize], b: &[usize]) -> KernelResult<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for i in 0..n {
-        let x = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let y = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        out[i] = match (x, y) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => {
-                return Err(KernelError::invalid(format!(
-                    "batch dims {a:?} and {b:?} do not broadcast"
-                )))
-            }
-        };
-    }
-    Ok(out)
-}
-
 /// The flat offset, in matrices, of batch index `idx` of `out_batch` in an operand of batch
 /// shape `dims` (broadcast dims of size 1 stay at 0).
 fn batch_offset(idx: usize, out_batch: &[usize], dims: &[usize]) -> usize {
@@ -189,7 +160,7 @@ impl Kernel for MatMulKernel {
         }
         let ba = &sa[..sa.len().saturating_sub(2)];
         let bb = &sb[..sb.len().saturating_sub(2)];
-        let batch = broadcast_batch(ba, bb)?;
+        let batch = rge_kernels::shape_util::broadcast_shapes(&[ba, bb])?.to_vec();
         let mut out_shape = batch.clone();
         if sa.len() > 1 {
             out_shape.push(m);
