@@ -175,7 +175,7 @@ fn run_spec(s: &Spec) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(192))]
 
     #[test]
     fn sgemm_matches_f64_reference(s in spec()) {

@@ -23,7 +23,7 @@ fn packed_b_layout_is_the_documented_one() {
     let pb = PackedB::pack(&b, 3, 2, 2, false).unwrap();
     let bytes = pb.as_bytes();
     assert_eq!(&bytes[..8], b"RGEPACK\0");
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 1);
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
     assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), 1);
     assert_eq!((header_u64(bytes, 16), header_u64(bytes, 24)), (3, 2));
     assert_eq!(
@@ -41,6 +41,48 @@ fn packed_b_layout_is_the_documented_one() {
         assert!(data[kk * PANEL_B + 2..(kk + 1) * PANEL_B]
             .iter()
             .all(|&x| x == 0.0));
+    }
+}
+
+#[test]
+fn packed_depth_blocks_are_the_documented_ones() {
+    // k = 300: a 256-deep block of both panels, then a 44-deep one.
+    let (k, n) = (300, 40);
+    let b = common::rand_vec(k * n, 9);
+    let pb = PackedB::pack(&b, k, n, n, false).unwrap();
+    let bytes = pb.as_bytes();
+    assert_eq!(
+        u32::from_le_bytes(bytes[36..40].try_into().unwrap()),
+        K_BLOCK as u32
+    );
+    let data = floats(&bytes[64..]);
+    let panels = n.div_ceil(PANEL_B);
+    assert_eq!(data.len(), panels * PANEL_B * k);
+    for p in 0..k {
+        for j in 0..n {
+            let (blk, kk) = (p / K_BLOCK, p % K_BLOCK);
+            let depth = K_BLOCK.min(k - blk * K_BLOCK);
+            let at = blk * K_BLOCK * panels * PANEL_B
+                + (j / PANEL_B) * depth * PANEL_B
+                + kk * PANEL_B
+                + j % PANEL_B;
+            assert_eq!(data[at], b[p * n + j], "B[{p},{j}]");
+        }
+    }
+    let a = common::rand_vec(n * k, 10);
+    let pa = PackedA::pack(&a, n, k, k, false).unwrap();
+    let data = floats(&pa.as_bytes()[64..]);
+    let panels = n.div_ceil(PANEL_A);
+    for i in 0..n {
+        for p in 0..k {
+            let (blk, kk) = (p / K_BLOCK, p % K_BLOCK);
+            let depth = K_BLOCK.min(k - blk * K_BLOCK);
+            let at = blk * K_BLOCK * panels * PANEL_A
+                + (i / PANEL_A) * depth * PANEL_A
+                + kk * PANEL_A
+                + i % PANEL_A;
+            assert_eq!(data[at], a[i * k + p], "A[{i},{p}]");
+        }
     }
 }
 

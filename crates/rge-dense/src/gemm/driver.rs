@@ -1,12 +1,16 @@
-//! Cache blocking and threading (the GotoBLAS/BLIS loop nest).
+//! Cache blocking and threading (the GotoBLAS/BLIS loop nest, in BLIS's order for a
+//! broadcast-A kernel):
 //!
 //! ```text
-//! for jc in N step NC            B block (KC × NC) streams from L3
-//!   for pc in K step KC          pack B[pc.., jc..] (raw B only)
-//!     for ic in M step MC        pack A[ic.., pc..] (raw A only): A block (MC × KC) in L2
-//!       for jr in NC step 32       B micro-panel (KC × 32) stays in L1 ...
-//!         for ir in MC step 12     ... while A micro-panels stream past it: one tile each
+//! for ic in M step MC            (MC is large: usually one block)
+//!   for pc in K step KC          pack A[ic.., pc..] once (raw A only)
+//!     for jc in N step NC        pack B[pc.., jc..] (raw B only): B block (KC × NC) in L2
+//!       for ir in MC step 12       A micro-panel (12 × KC, 12 KiB) stays in L1 ...
+//!         for jr in NC step 32     ... while B micro-panels stream from L2: one tile each
 //! ```
+//!
+//! Walking a tile row keeps C's accesses sequential along its rows (prefetch- and TLB-
+//! friendly), and each raw operand is packed exactly once per part.
 //!
 //! Threads split C into a grid of rectangles (whole panels, never K, so no reduction), chosen to
 //! balance compute and to avoid re-packing a raw operand in every part; each part runs the loop
@@ -17,17 +21,13 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::epilogue::EpiCtx;
-use super::pack::{pack_a, pack_b, AlignedBuf, K_BLOCK, PANEL_A, PANEL_B};
+use super::pack::{pack_a, pack_b, AlignedBuf, Raw, K_BLOCK, PANEL_A, PANEL_B};
 use super::simd::{run_tile, Isa, Mode, Store, Tile};
 
 /// An operand as the driver sees it: raw (packed per block) or prepacked panels.
 #[derive(Clone, Copy)]
 pub(crate) enum Src<'a> {
-    Raw {
-        data: &'a [f32],
-        ld: usize,
-        trans: bool,
-    },
+    Raw(Raw<'a>),
     Packed(&'a [f32]),
 }
 
@@ -55,44 +55,22 @@ pub(crate) struct Problem<'a> {
     pub epi: Option<&'a EpiCtx<'a>>,
 }
 
-/// Cache block sizes (in elements; KC is the packed format's `K_BLOCK`): MC × KC floats of A
-/// fit half of L2, KC × NC of B streams from L3.
+/// Cache block sizes, in elements (KC is the packed format's `K_BLOCK`).
 struct Blocking {
+    /// Rows of A packed at once (MC × KC floats of thread-local buffer).
     mc: usize,
+    /// Columns of the B block (KC × NC floats), which should stay in L2.
     nc: usize,
 }
 
 fn blocking(isa: Isa) -> Blocking {
-    // TUNING ONLY (remove): RGE_DENSE_BLOCK=kc,mc,nc
-    if let Ok(v) = std::env::var("RGE_DENSE_BLOCK") {
-        let v: Vec<usize> = v.split(',').filter_map(|x| x.parse().ok()).collect();
-        if v.len() == 3 {
-            return Blocking { mc: v[1], nc: v[2] };
-        }
-    }
     match isa {
-        Isa::Avx512 => Blocking { mc: 480, nc: 2048 },
-        Isa::Avx2 => Blocking { mc: 144, nc: 2048 },
-        Isa::Scalar => Blocking { mc: 96, nc: 1024 },
+        // AVX-512 parts have 1-2 MiB of L2 per core: a 1 MiB B block.
+        Isa::Avx512 => Blocking { mc: 4092, nc: 512 },
+        // AVX2 parts may have only 256-512 KiB: a 256 KiB B block.
+        Isa::Avx2 => Blocking { mc: 4092, nc: 256 },
+        Isa::Scalar => Blocking { mc: 4092, nc: 256 },
     }
-}
-
-fn pf() -> (usize, usize, usize) {
-    static V: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        let g = |n, d| {
-            std::env::var(n)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        (g("RGE_PFA", 0), g("RGE_PFB", 0), g("RGE_PFC", 1))
-    })
-}
-
-fn a_resident() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| std::env::var("RGE_DENSE_ARES").is_ok())
 }
 
 /// Each thread's packing buffers, kept between calls so steady-state calls do not allocate.
@@ -133,8 +111,8 @@ fn plan(p: &Problem<'_>, threads: usize, bl: &Blocking) -> (usize, usize) {
         return (1, 1);
     }
     let (tm, tn) = (p.m.div_ceil(PANEL_A), p.n.div_ceil(PANEL_B));
-    let raw_a = matches!(p.a, Src::Raw { .. });
-    let raw_b = matches!(p.b, Src::Raw { .. });
+    let raw_a = matches!(p.a, Src::Raw(_));
+    let raw_b = matches!(p.b, Src::Raw(_));
     let k = p.k.max(1) as f64;
     let mut best = (f64::INFINITY, 1, 1);
     for pm in 1..=threads.min(tm) {
@@ -144,10 +122,10 @@ fn plan(p: &Problem<'_>, threads: usize, bl: &Blocking) -> (usize, usize) {
             // Cycles of the largest part: 32 multiply-adds per cycle, about one per packed value.
             let mut cost = rows * cols * k / 32.0;
             if raw_a {
-                cost += rows * k * (cols / bl.nc as f64).ceil();
+                cost += rows * k;
             }
             if raw_b {
-                cost += cols * k;
+                cost += cols * k * (rows / bl.mc as f64).ceil();
             }
             if cost < best.0 {
                 best = (cost, pm, pn);
@@ -203,26 +181,24 @@ fn run_part(
         Mode::Beta(p.beta)
     };
     let PackBufs { a: abuf, b: bbuf } = bufs;
-    let mut jc = j0;
-    while jc < j1 {
-        let nc = bl.nc.min(j1 - jc);
-        let mut pc = 0;
-        loop {
-            let kc = K_BLOCK.min(p.k - pc);
-            // B micro-panel j of this block starts at bdata[j·bstride].
-            let (bdata, bstride): (&[f32], usize) = match p.b {
+    for ic in (i0..i1).step_by(bl.mc) {
+        let mc = bl.mc.min(i1 - ic);
+        // One pass when k = 0 too: C still gets beta and the epilogue.
+        for pc in (0..p.k.max(1)).step_by(K_BLOCK) {
+            let kc = K_BLOCK.min(p.k - pc.min(p.k));
+            // A micro-panel r of this block starts at adata[r·kc·PANEL_A].
+            let adata: &[f32] = match p.a {
                 Src::Packed(d) => {
-                    // Depth block pc / K_BLOCK, then panel jc / PANEL_B of it.
-                    let off = pc * p.n.div_ceil(PANEL_B) * PANEL_B + jc * kc;
-                    (&d[off.min(d.len())..], kc * PANEL_B)
+                    // Depth block pc / K_BLOCK, then panel ic / PANEL_A of it.
+                    let off = pc * p.m.div_ceil(PANEL_A) * PANEL_A + ic * kc;
+                    &d[off.min(d.len())..]
                 }
-                Src::Raw { data, ld, trans } => {
-                    let len = nc.div_ceil(PANEL_B) * PANEL_B * kc;
-                    let dst = bbuf.resize(len);
+                Src::Raw(raw) => {
+                    let dst = abuf.resize(mc.div_ceil(PANEL_A) * PANEL_A * kc);
                     if kc > 0 {
-                        pack_b(dst, data, ld, trans, pc, kc, jc, nc);
+                        pack_a(dst, raw, (ic, mc), (pc, kc));
                     }
-                    (bbuf.as_slice(), kc * PANEL_B)
+                    abuf.as_slice()
                 }
             };
             let store = Store {
@@ -234,65 +210,44 @@ fn run_part(
                 },
                 epi: if pc + kc >= p.k { p.epi } else { None },
             };
-            let mut ic = i0;
-            while ic < i1 {
-                let mc = bl.mc.min(i1 - ic);
-                let (adata, astride): (&[f32], usize) = match p.a {
+            for jc in (j0..j1).step_by(bl.nc) {
+                let nc = bl.nc.min(j1 - jc);
+                // B micro-panel j of this block starts at bdata[j·kc·PANEL_B].
+                let bdata: &[f32] = match p.b {
                     Src::Packed(d) => {
-                        let off = pc * p.m.div_ceil(PANEL_A) * PANEL_A + ic * kc;
-                        (&d[off.min(d.len())..], kc * PANEL_A)
+                        let off = pc * p.n.div_ceil(PANEL_B) * PANEL_B + jc * kc;
+                        &d[off.min(d.len())..]
                     }
-                    Src::Raw { data, ld, trans } => {
-                        let len = mc.div_ceil(PANEL_A) * PANEL_A * kc;
-                        let dst = abuf.resize(len);
+                    Src::Raw(raw) => {
+                        let dst = bbuf.resize(nc.div_ceil(PANEL_B) * PANEL_B * kc);
                         if kc > 0 {
-                            pack_a(dst, data, ld, trans, ic, mc, pc, kc);
+                            pack_b(dst, raw, (pc, kc), (jc, nc));
                         }
-                        (abuf.as_slice(), kc * PANEL_A)
+                        bbuf.as_slice()
                     }
                 };
-                let tile = |ir: usize, jr: usize| {
-                    let (row, col) = (ic + ir, jc + jr);
-                    let t = Tile {
-                        a: adata.as_ptr().wrapping_add(ir / PANEL_A * astride),
-                        b: bdata.as_ptr().wrapping_add(jr / PANEL_B * bstride),
-                        kc,
-                        c: p.c.0.wrapping_add(row * p.ldc + col),
-                        ldc: p.ldc,
-                        rows: (mc - ir).min(PANEL_A),
-                        cols: (nc - jr).min(PANEL_B),
-                        row0: row,
-                        col0: col,
-                        pf_a: pf().0,
-                        pf_b: pf().1,
-                        pf_c: pf().2,
-                    };
-                    // SAFETY: the ISA was checked by `sgemm_isa`; the panels hold `kc` full
-                    // steps from these offsets (packed with the same K_BLOCK depth blocks, or
-                    // just packed); the tile lies inside the validated C, which only this part
-                    // writes; the epilogue was validated for m × n.
-                    unsafe { run_tile(isa, &t, &store) };
-                };
-                if a_resident() {
-                    for ir in (0..mc).step_by(PANEL_A) {
-                        for jr in (0..nc).step_by(PANEL_B) {
-                            tile(ir, jr);
-                        }
-                    }
-                } else {
+                for ir in (0..mc).step_by(PANEL_A) {
                     for jr in (0..nc).step_by(PANEL_B) {
-                        for ir in (0..mc).step_by(PANEL_A) {
-                            tile(ir, jr);
-                        }
+                        let (row, col) = (ic + ir, jc + jr);
+                        let t = Tile {
+                            a: adata.as_ptr().wrapping_add(ir * kc),
+                            b: bdata.as_ptr().wrapping_add(jr * kc),
+                            kc,
+                            c: p.c.0.wrapping_add(row * p.ldc + col),
+                            ldc: p.ldc,
+                            rows: (mc - ir).min(PANEL_A),
+                            cols: (nc - jr).min(PANEL_B),
+                            row0: row,
+                            col0: col,
+                        };
+                        // SAFETY: the ISA was checked by `sgemm_isa`; the panels hold `kc`
+                        // full steps from these offsets (packed with the same K_BLOCK depth
+                        // blocks, or just packed); the tile lies inside the validated C, which
+                        // only this part writes; the epilogue was validated for m × n.
+                        unsafe { run_tile(isa, &t, &store) };
                     }
                 }
-                ic += mc;
-            }
-            pc += kc;
-            if pc >= p.k {
-                break;
             }
         }
-        jc += nc;
     }
 }

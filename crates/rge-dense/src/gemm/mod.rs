@@ -159,7 +159,7 @@ pub fn sgemm_isa(
         AOperand::Raw { data, ld, trans } => {
             let (r, cl) = if trans { (k, m) } else { (m, k) };
             check_raw("A", data, r, cl, ld)?;
-            driver::Src::Raw { data, ld, trans }
+            driver::Src::Raw(pack::Raw { data, ld, trans })
         }
         AOperand::Packed(pa) => {
             if (pa.m(), pa.k()) != (m, k) {
@@ -172,7 +172,7 @@ pub fn sgemm_isa(
         BOperand::Raw { data, ld, trans } => {
             let (r, cl) = if trans { (n, k) } else { (k, n) };
             check_raw("B", data, r, cl, ld)?;
-            driver::Src::Raw { data, ld, trans }
+            driver::Src::Raw(pack::Raw { data, ld, trans })
         }
         BOperand::Packed(pb) => {
             if (pb.k(), pb.n()) != (k, n) {

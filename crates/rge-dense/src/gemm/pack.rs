@@ -14,7 +14,7 @@
 //! | offset | field |
 //! |---|---|
 //! | 0 | magic `RGEPACK\0` |
-//! | 8 | u32 format version (1) |
+//! | 8 | u32 format version (2) |
 //! | 12 | u32 kind: 0 = A, 1 = B |
 //! | 16 | u64 rows (A: m, B: k) |
 //! | 24 | u64 cols (A: k, B: n) |
@@ -33,10 +33,10 @@ pub const PANEL_A: usize = 12;
 pub const PANEL_B: usize = 32;
 /// Depth of one packed block: also the GEMM's KC, so a KC × 32 B micro-panel (32 KiB) stays
 /// in L1.
-pub const K_BLOCK: usize = 256;
+pub const K_BLOCK: usize = 512;
 
 const MAGIC: &[u8; 8] = b"RGEPACK\0";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Header size in f32 words (64 bytes, so the panels start on a cache line).
 const HEADER: usize = 16;
 /// Alignment of panel data, in f32 words (64 bytes).
@@ -88,18 +88,24 @@ impl Clone for AlignedBuf {
     }
 }
 
-/// Packs `op(A)[r0..r0+mc, p0..p0+kc]` into `dst` as `ceil(mc/PANEL_A)` panels of `kc` steps.
-/// `op(A)[i, p]` is `a[i·lda + p]`, or `a[p·lda + i]` when `trans`; the caller checked bounds.
-pub(crate) fn pack_a(
-    dst: &mut [f32],
-    a: &[f32],
-    lda: usize,
-    trans: bool,
-    r0: usize,
-    mc: usize,
-    p0: usize,
-    kc: usize,
-) {
+/// A raw row-major operand: `op(X)[i, j]` is `data[i·ld + j]`, or `data[j·ld + i]` when
+/// `trans`.
+#[derive(Clone, Copy)]
+pub(crate) struct Raw<'a> {
+    pub data: &'a [f32],
+    pub ld: usize,
+    pub trans: bool,
+}
+
+/// Packs `op(A)[r0..r0+mc, p0..p0+kc]` (`rows = (r0, mc)`, `depth = (p0, kc)`) into `dst` as
+/// `ceil(mc/PANEL_A)` panels of `kc` steps; the caller checked bounds.
+pub(crate) fn pack_a(dst: &mut [f32], a: Raw<'_>, rows: (usize, usize), depth: (usize, usize)) {
+    let Raw {
+        data: a,
+        ld: lda,
+        trans,
+    } = a;
+    let ((r0, mc), (p0, kc)) = (rows, depth);
     let panels = mc.div_ceil(PANEL_A);
     for (p, panel) in dst[..panels * kc * PANEL_A]
         .chunks_exact_mut(kc * PANEL_A)
@@ -130,18 +136,15 @@ pub(crate) fn pack_a(
     }
 }
 
-/// Packs `op(B)[p0..p0+kc, c0..c0+nc]` into `dst` as `ceil(nc/PANEL_B)` panels of `kc` steps.
-/// `op(B)[p, j]` is `b[p·ldb + j]`, or `b[j·ldb + p]` when `trans`; the caller checked bounds.
-pub(crate) fn pack_b(
-    dst: &mut [f32],
-    b: &[f32],
-    ldb: usize,
-    trans: bool,
-    p0: usize,
-    kc: usize,
-    c0: usize,
-    nc: usize,
-) {
+/// Packs `op(B)[p0..p0+kc, c0..c0+nc]` (`depth = (p0, kc)`, `cols = (c0, nc)`) into `dst` as
+/// `ceil(nc/PANEL_B)` panels of `kc` steps; the caller checked bounds.
+pub(crate) fn pack_b(dst: &mut [f32], b: Raw<'_>, depth: (usize, usize), cols: (usize, usize)) {
+    let Raw {
+        data: b,
+        ld: ldb,
+        trans,
+    } = b;
+    let ((p0, kc), (c0, nc)) = (depth, cols);
     let panels = nc.div_ceil(PANEL_B);
     for (p, panel) in dst[..panels * kc * PANEL_B]
         .chunks_exact_mut(kc * PANEL_B)
@@ -307,9 +310,14 @@ impl Packed {
         for p0 in (0..depth).step_by(K_BLOCK) {
             let kc = K_BLOCK.min(depth - p0);
             let dst = &mut data[p0 * block..];
+            let raw = Raw {
+                data: src,
+                ld,
+                trans,
+            };
             match kind {
-                Kind::A => pack_a(dst, src, ld, trans, 0, rows, p0, kc),
-                Kind::B => pack_b(dst, src, ld, trans, p0, kc, 0, cols),
+                Kind::A => pack_a(dst, raw, (0, rows), (p0, kc)),
+                Kind::B => pack_b(dst, raw, (p0, kc), (0, cols)),
             }
         }
         for (i, w) in MAGIC.chunks_exact(4).enumerate() {

@@ -156,7 +156,8 @@ impl Case<'_> {
                 let want = act(&self.epi.activation, v);
                 let got = c[i * self.ldc + j] as f64;
                 let allowed = tol * scale * slope(&self.epi.activation) + 2e-6 * want.abs() + 1e-30;
-                if !((got - want).abs() <= allowed) {
+                // NaN where a number is wanted fails too.
+                if (got - want).abs().is_nan() || (got - want).abs() > allowed {
                     return Err(format!(
                         "C[{i},{j}] = {got}, want {want} (scale {scale:.3e}, allowed {allowed:.3e})"
                     ));

@@ -36,6 +36,7 @@ fn mask(n: usize) -> __mmask16 {
 // were detected (`new`) or promised (`new_unchecked`); pointer methods forward their contract.
 impl Simd for Avx512 {
     const LANES: usize = 16;
+    const PREFETCH_B: bool = true;
     type V = __m512;
     type M = __mmask16;
 
@@ -137,11 +138,7 @@ impl Simd for Avx512 {
         // SAFETY: see the impl; a prefetch never faults, whatever the address.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
     }
-    #[inline(always)]
-    fn prefetch_l2(self, p: *const f32) {
-        // SAFETY: see the impl; a prefetch never faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
-    }
+
     #[inline(always)]
     unsafe fn store_general<const R: usize, const NV: usize>(
         self,

@@ -74,6 +74,8 @@ impl Isa {
 /// second is returned, so `max(c, x)` propagates a NaN `x`.
 pub(crate) trait Simd: Copy {
     const LANES: usize;
+    /// Whether the microkernel prefetches the B stream in software.
+    const PREFETCH_B: bool = false;
     type V: Copy;
     type M: Copy;
 
@@ -113,8 +115,6 @@ pub(crate) trait Simd: Copy {
     unsafe fn store_n(self, p: *mut f32, v: Self::V, n: usize);
     /// A hint to fetch the line holding `p` into L1; never faults.
     fn prefetch(self, _p: *const f32) {}
-    /// A hint to fetch the line holding `p` into L2; never faults.
-    fn prefetch_l2(self, _p: *const f32) {}
 
     /// [`store_tile`] compiled for this ISA, out of line.
     ///
@@ -152,9 +152,6 @@ pub(crate) struct Tile {
     pub cols: usize,
     pub row0: usize,
     pub col0: usize,
-    pub pf_a: usize,
-    pub pf_b: usize,
-    pub pf_c: usize,
 }
 
 /// What to do with the accumulators: scale by `alpha`, combine with C per `mode`, and (on the
@@ -229,64 +226,32 @@ pub(crate) unsafe fn micro<S: Simd, const R: usize, const NV: usize>(
     t: &Tile,
     st: &Store<'_>,
 ) {
-    let prefetch_c = |l2: bool| {
-        for r in 0..R {
-            let row = t.c.wrapping_add(r * t.ldc);
-            for p in [row, row.wrapping_add(t.cols - 1)] {
-                if l2 {
-                    s.prefetch_l2(p)
-                } else {
-                    s.prefetch(p)
-                }
-            }
-        }
-    };
-    match t.pf_c {
-        1 => prefetch_c(false),
-        2 | 4 => prefetch_c(true),
-        _ => {}
-    }
     let mut acc = [[s.splat(0.0); NV]; R];
     let mut a = t.a;
     let mut b = t.b;
-    let (pfa, pfb) = (t.pf_a, t.pf_b);
-    // Fetch C into L1 only for the last TAIL steps: fetched earlier, the B stream would evict it.
+    // C is fetched into L1 for the last TAIL steps only: fetched earlier, the B stream going
+    // through L1 would evict it again.
     const TAIL: usize = 24;
-    let tail = if t.pf_c >= 3 { TAIL.min(t.kc) } else { 0 };
-    let mut step = || {
-        if pfb != 0 {
-            s.prefetch(b.wrapping_add(pfb));
-            s.prefetch(b.wrapping_add(pfb + 16));
-        }
-        if pfa != 0 {
-            s.prefetch(a.wrapping_add(pfa));
-        }
-        let mut bv = [s.splat(0.0); NV];
-        for (v, bv) in bv.iter_mut().enumerate() {
-            // SAFETY: a B micro-panel step holds PANEL_B >= NV·LANES floats.
-            *bv = unsafe { s.load(b.add(v * S::LANES)) };
-        }
-        for (r, acc) in acc.iter_mut().enumerate() {
-            // SAFETY: an A micro-panel step holds PANEL_A >= R floats.
-            let av = s.splat(unsafe { *a.add(r) });
-            for (acc, bv) in acc.iter_mut().zip(bv) {
-                *acc = s.mul_add(av, bv, *acc);
-            }
-        }
-        // SAFETY: at most one past the panel's last step.
+    let tail = TAIL.min(t.kc);
+    let main = t.kc - tail;
+    // Unrolled by 4 so the loop's few integer ops rarely take an FMA port's slot.
+    for _ in 0..main / 4 {
+        // SAFETY: `a` and `b` have four steps left (kc steps in all).
         unsafe {
-            a = a.add(PANEL_A);
-            b = b.add(PANEL_B);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
         }
-    };
-    for _ in 0..t.kc - tail {
-        step();
     }
-    if tail > 0 {
-        prefetch_c(false);
-        for _ in 0..tail {
-            step();
-        }
+    for _ in 0..main % 4 {
+        // SAFETY: `a` and `b` have a step left.
+        unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b) };
+    }
+    prefetch_c::<S, R>(s, t);
+    for _ in 0..tail {
+        // SAFETY: as above.
+        unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b) };
     }
     if st.epi.is_none() && t.cols == NV * S::LANES {
         // SAFETY: forwarded contract.
@@ -296,6 +261,54 @@ pub(crate) unsafe fn micro<S: Simd, const R: usize, const NV: usize>(
         let spilled = acc;
         // SAFETY: forwarded contract.
         unsafe { s.store_general::<R, NV>(&spilled, t, st) }
+    }
+}
+
+/// How many k steps ahead the B stream is prefetched (2 KiB: L2 latency with margin; past the
+/// micro-panel's end it fetches the next tile's, which follows it in the block).
+const PF_B_STEPS: usize = 16;
+
+/// Prefetches the tile's C rows into L1.
+#[inline(always)]
+fn prefetch_c<S: Simd, const R: usize>(s: S, t: &Tile) {
+    for r in 0..R {
+        let row = t.c.wrapping_add(r * t.ldc);
+        s.prefetch(row);
+        s.prefetch(row.wrapping_add(t.cols - 1));
+    }
+}
+
+/// One k step of the register tile: `acc += a[0..R] ⊗ b[0..NV·LANES]`, then advance.
+///
+/// # Safety
+/// `a` must hold `R` floats and `b` `NV·LANES` floats.
+#[inline(always)]
+unsafe fn step<S: Simd, const R: usize, const NV: usize>(
+    s: S,
+    acc: &mut [[S::V; NV]; R],
+    a: &mut *const f32,
+    b: &mut *const f32,
+) {
+    if S::PREFETCH_B {
+        s.prefetch(b.wrapping_add(PF_B_STEPS * PANEL_B));
+        s.prefetch(b.wrapping_add(PF_B_STEPS * PANEL_B + 16));
+    }
+    let mut bv = [s.splat(0.0); NV];
+    for (v, bv) in bv.iter_mut().enumerate() {
+        // SAFETY: a B micro-panel step holds PANEL_B >= NV·LANES floats.
+        *bv = unsafe { s.load(b.add(v * S::LANES)) };
+    }
+    for (r, acc) in acc.iter_mut().enumerate() {
+        // SAFETY: an A micro-panel step holds PANEL_A >= R floats.
+        let av = s.splat(unsafe { *a.add(r) });
+        for (acc, bv) in acc.iter_mut().zip(bv) {
+            *acc = s.mul_add(av, bv, *acc);
+        }
+    }
+    // SAFETY: at most one past the panel's last step.
+    unsafe {
+        *a = a.add(PANEL_A);
+        *b = b.add(PANEL_B);
     }
 }
 
@@ -443,3 +456,67 @@ macro_rules! dispatch_tile {
     };
 }
 pub(crate) use dispatch_tile;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::pack::AlignedBuf;
+
+    /// The bare microkernel on L1-resident panels (`cargo test --release -p rge-dense
+    /// kernel_speed -- --ignored --nocapture`); prints GFLOP/s, asserts nothing.
+    #[test]
+    #[ignore]
+    fn kernel_speed() {
+        let env = |n: &str, d: usize| {
+            std::env::var(n)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d)
+        };
+        // NB B micro-panels streamed past one A micro-panel (as the driver does), C in L1.
+        let (kc, nb) = (env("KC", 256), env("NB", 1));
+        let mut a = AlignedBuf::zeroed(PANEL_A * kc);
+        let mut b = AlignedBuf::zeroed(PANEL_B * kc * nb);
+        a.as_mut_slice()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i % 7) as f32 * 0.01);
+        b.as_mut_slice()
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i % 5) as f32 * 0.01);
+        let mut c = AlignedBuf::zeroed(PANEL_A * PANEL_B);
+        for isa in Isa::available() {
+            let st = Store {
+                alpha: 1.0,
+                mode: Mode::Accumulate,
+                epi: None,
+            };
+            let reps = 200_000_000 / kc / nb / 5;
+            let mut best = f64::MAX;
+            for _ in 0..5 {
+                let t0 = std::time::Instant::now();
+                for _ in 0..reps {
+                    for j in 0..nb {
+                        let t = Tile {
+                            a: a.as_slice().as_ptr(),
+                            b: b.as_slice()[j * kc * PANEL_B..].as_ptr(),
+                            kc,
+                            c: c.as_mut_slice().as_mut_ptr(),
+                            ldc: PANEL_B,
+                            rows: PANEL_A,
+                            cols: PANEL_B,
+                            row0: 0,
+                            col0: 0,
+                        };
+                        // SAFETY: panels of kc steps, a 12 × 32 C, the ISA is available.
+                        unsafe { run_tile(isa, &t, &st) };
+                    }
+                }
+                best = best.min(t0.elapsed().as_secs_f64());
+            }
+            let flops = 2.0 * (PANEL_A * PANEL_B * kc * nb * reps) as f64;
+            println!("{isa:?} kc {kc} nb {nb}: {:.1} GFLOP/s", flops / best / 1e9);
+        }
+    }
+}
