@@ -66,7 +66,7 @@ struct Blocking {
 fn blocking(isa: Isa) -> Blocking {
     match isa {
         // AVX-512 parts have 1-2 MiB of L2 per core: a 1 MiB B block.
-        Isa::Avx512 => Blocking { mc: 4092, nc: 512 },
+        Isa::Avx512 => Blocking { mc: 4092, nc: 1024 },
         // AVX2 parts may have only 256-512 KiB: a 256 KiB B block.
         Isa::Avx2 => Blocking { mc: 4092, nc: 256 },
         Isa::Scalar => Blocking { mc: 4092, nc: 256 },

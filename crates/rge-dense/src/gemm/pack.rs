@@ -33,7 +33,7 @@ pub const PANEL_A: usize = 12;
 pub const PANEL_B: usize = 32;
 /// Depth of one packed block: also the GEMM's KC, so a KC × 32 B micro-panel (32 KiB) stays
 /// in L1.
-pub const K_BLOCK: usize = 512;
+pub const K_BLOCK: usize = 256;
 
 const MAGIC: &[u8; 8] = b"RGEPACK\0";
 const VERSION: u32 = 2;
