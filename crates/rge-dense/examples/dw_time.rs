@@ -21,7 +21,7 @@ fn main() {
         let w = vec![0.25f32; 9];
         let mut out = vec![0.0f32; o * o];
         let mut scratch = vec![0.0f32; scratch_len(&g)];
-        for isa in [Isa::Baseline, Isa::Avx2, Isa::Avx512] {
+        for isa in Isa::available() {
             let t = std::time::Instant::now();
             for _ in 0..c {
                 plane(isa, &x, &w, &g, &mut out, &mut scratch);

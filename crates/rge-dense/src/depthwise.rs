@@ -24,44 +24,8 @@ pub struct DwGeometry {
     pub ow: usize,
 }
 
-/// The instruction set a row kernel runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isa {
-    Avx512,
-    Avx2,
-    Baseline,
-}
-
-impl Isa {
-    /// The best the CPU has.
-    pub fn detect() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                return Isa::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                return Isa::Avx2;
-            }
-        }
-        Isa::Baseline
-    }
-
-    /// Whether this CPU can run `self`.
-    pub fn available(self) -> bool {
-        match self {
-            Isa::Baseline => true,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => std::is_x86_feature_detected!("avx512f"),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => {
-                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
-        }
-    }
-}
+/// The instruction sets the kernel is compiled for: the GEMM's, detected the same way.
+pub use crate::gemm::Isa;
 
 /// The padded width of one phase of a row: phase `p` of a padded row holds its columns
 /// `p, p + s, p + 2s, …`.
@@ -180,12 +144,10 @@ fn plane_body(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], scratch: 
 fn chunk<const N: usize>(taps: &[(f32, usize)], scratch: &[f32], at: usize, out: &mut [f32]) {
     let mut acc = [0.0f32; N];
     for &(w, off) in taps {
-        let src: &[f32; N] = match scratch[at + off..at + off + N].try_into() {
-            Ok(v) => v,
-            Err(_) => continue,
-        };
-        for l in 0..N {
-            acc[l] += w * src[l];
+        // In bounds by construction: every padded row has a vector of zero slack.
+        let src = &scratch[at + off..at + off + N];
+        for (a, &v) in acc.iter_mut().zip(src) {
+            *a += w * v;
         }
     }
     out[..N].copy_from_slice(&acc);
@@ -216,10 +178,12 @@ pub fn plane(
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `Isa::Avx512` runs only when the CPU has AVX-512F (checked here).
-        Isa::Avx512 if Isa::Avx512.available() => unsafe { plane_avx512(x, wts, g, out, scratch) },
+        Isa::Avx512 if Isa::Avx512.is_available() => unsafe {
+            plane_avx512(x, wts, g, out, scratch)
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above, for AVX2 and FMA.
-        Isa::Avx2 if Isa::Avx2.available() => unsafe { plane_avx2(x, wts, g, out, scratch) },
+        Isa::Avx2 if Isa::Avx2.is_available() => unsafe { plane_avx2(x, wts, g, out, scratch) },
         _ => plane_body(x, wts, g, out, scratch),
     }
 }
@@ -285,10 +249,7 @@ mod tests {
             let x: Vec<f32> = (0..h * w).map(|_| rnd()).collect();
             let wts: Vec<f32> = (0..k * k).map(|_| rnd()).collect();
             let want = naive(&x, &wts, &g);
-            for isa in [Isa::Baseline, Isa::Avx2, Isa::Avx512] {
-                if !isa.available() {
-                    continue;
-                }
+            for isa in Isa::available() {
                 let mut got = vec![0.0; oh * ow];
                 let mut scratch = vec![0.0; scratch_len(&g)];
                 plane(isa, &x, &wts, &g, &mut got, &mut scratch);

@@ -56,14 +56,7 @@ impl GraphOptimizer for DenseFusion {
 
 /// The tensor of a Const/Constant node with a `value`.
 fn const_of(g: &ComputeGraph, n: NodeId) -> Option<&IrTensor> {
-    let op = g.op(n)?;
-    if !matches!(op.op_type(), "Const" | "Constant") {
-        return None;
-    }
-    match op.attrs().get("value") {
-        Some(AttrValue::Tensor(t)) => Some(t),
-        _ => None,
-    }
+    g.op(n)?.const_value()
 }
 
 /// The constant feeding input `i` of `n`.

@@ -331,9 +331,9 @@ impl Kernel for GemmKernel {
         let bv = f32s(&b, "B")?;
         // C broadcast to (m, n): a full matrix goes through beta; a row, a column or a scalar
         // becomes the epilogue's bias (times beta).
-        enum CForm {
+        enum CForm<'c> {
             None,
-            Full(Vec<f32>),
+            Full(&'c [f32]),
             Bias(Vec<f32>, bool),
         }
         let cform = match &c_in {
@@ -353,7 +353,7 @@ impl Kernel for GemmKernel {
                     )));
                 }
                 match (dims[0], dims[1]) {
-                    (r, c) if r == m && c == n && m > 1 && n > 1 => CForm::Full(cv.to_vec()),
+                    (r, c) if r == m && c == n && m > 1 && n > 1 => CForm::Full(cv),
                     (1, c) if c == n => {
                         CForm::Bias(cv.iter().map(|v| v * self.beta).collect(), true)
                     }
@@ -694,8 +694,7 @@ impl ConvKernel {
         threads: usize,
     ) -> KernelResult<()> {
         use rayon::prelude::*;
-        let isa = depthwise::Isa::detect();
-        let gemm_isa = Isa::best();
+        let isa = Isa::best();
         let (hw, ohw, taps) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
         let act = self.activation;
         let scratch_len = depthwise::scratch_len(g);
@@ -715,7 +714,7 @@ impl ConvKernel {
                     }
                 }
                 if act != Activation::None {
-                    gemm::activate(gemm_isa, &act, o).map_err(gemm_err)?;
+                    gemm::activate(isa, &act, o).map_err(gemm_err)?;
                 }
                 Ok(())
             };

@@ -211,14 +211,7 @@ fn constant_inputs(graph: &ComputeGraph, n: NodeId) -> Vec<Option<Tensor>> {
     (0..node.in_data_count())
         .map(|i| {
             let src = node.peer_of_input(i)?;
-            let op = graph.op(src.node)?;
-            if !matches!(op.op_type(), "Const" | "Constant") {
-                return None;
-            }
-            match op.attrs().get("value") {
-                Some(rge_ir::AttrValue::Tensor(t)) => rge_kernels::tensor_from_ir(t).ok(),
-                _ => None,
-            }
+            rge_kernels::tensor_from_ir(graph.op(src.node)?.const_value()?).ok()
         })
         .collect()
 }

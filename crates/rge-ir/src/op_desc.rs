@@ -168,6 +168,16 @@ impl OpDesc {
     pub fn op_type(&self) -> &str {
         &self.op_type
     }
+    /// The tensor of a Const/Constant op (its `value` attribute); `None` for any other op.
+    pub fn const_value(&self) -> Option<&crate::Tensor> {
+        if !crate::op_types::is_const(&self.op_type) {
+            return None;
+        }
+        match self.attrs.get("value") {
+            Some(crate::AttrValue::Tensor(t)) => Some(t),
+            _ => None,
+        }
+    }
     pub fn set_op_type(&mut self, op_type: impl Into<String>) {
         self.op_type = op_type.into().into_boxed_str();
     }

@@ -10,8 +10,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rge_engine::{EngineError, EngineResult, GraphOptimizer, GraphRewriter};
 use rge_ir::{
-    op_types, AttrValue, ComputeGraph, GraphId, GraphPatch, NodeId, OpDesc, Outlet,
-    Tensor as IrTensor, TensorDesc,
+    op_types, ComputeGraph, GraphId, GraphPatch, NodeId, OpDesc, Outlet, Tensor as IrTensor,
+    TensorDesc,
 };
 use rge_kernels::{
     run_owned, tensor_from_ir, tensor_to_ir, DType, KernelInit, KernelRegistry, Tensor, TensorData,
@@ -170,16 +170,13 @@ struct Planner<'a> {
 fn const_source(graph: &ComputeGraph, n: NodeId) -> Option<&IrTensor> {
     let node = graph.node(n)?;
     let op = node.op();
-    if !op_types::is_const(op.op_type()) || op.output_count() != 1 {
+    if op.output_count() != 1
+        || !node.in_ctrl_peers().is_empty()
+        || node.input_peers().iter().any(Option::is_some)
+    {
         return None;
     }
-    if !node.in_ctrl_peers().is_empty() || node.input_peers().iter().any(Option::is_some) {
-        return None;
-    }
-    match op.attrs().get("value") {
-        Some(AttrValue::Tensor(t)) => Some(t),
-        _ => None,
-    }
+    op.const_value()
 }
 
 fn is_tensor_desc(d: &TensorDesc) -> bool {
