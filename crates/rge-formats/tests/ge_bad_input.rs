@@ -90,6 +90,19 @@ fn truncated_and_corrupt_binaries_never_panic() {
     }
 }
 
+/// Models are read op by op; an op whose own bytes do not decode inside a well-formed model
+/// still gives the decoder's error, as a model decoded whole does.
+#[test]
+fn an_op_that_does_not_decode_is_a_decode_error() {
+    // graph (7) { name (1) "g", op (6) { name (1) of length 5 with no bytes } }.
+    let graph = [0x0a, 0x01, b'g', 0x32, 0x02, 0x0a, 0x05];
+    let mut b = vec![0x3a, graph.len() as u8];
+    b.extend_from_slice(&graph);
+    let e = GeModel::from_binary_bytes(Bytes::from(b), "op.pb").unwrap_err();
+    assert!(matches!(e, GeError::Decode { .. }), "{e}");
+    has(&e.to_string(), &["op.pb"]);
+}
+
 #[test]
 fn wrong_wire_type_is_a_decode_error() {
     // ModelDef.graph (field 7) as a varint instead of a message.

@@ -25,6 +25,12 @@ fn text_round_trip(m: &GeModel, o: &WriteOptions) -> GeModel {
 
 fn binary_round_trip(m: &GeModel, o: &WriteOptions) -> GeModel {
     let b1 = m.to_binary_bytes(o).unwrap();
+    // The bytes streamed op by op are those of the whole ModelDef.
+    assert_eq!(
+        b1.to_vec(),
+        prost::Message::encode_to_vec(&m.to_model_def(o)),
+        "streamed bytes"
+    );
     let back = GeModel::from_binary_bytes(b1.clone(), "b1.pb").unwrap();
     assert_eq!(
         back.to_binary_bytes(o).unwrap(),

@@ -360,12 +360,14 @@ fn port(ports: &[PortDef], i: usize) -> &PortDef {
 /// (different opsets or types), the first that accepts a node wins.
 #[derive(Clone, Default)]
 pub struct KernelSet {
-    map: BTreeMap<(String, String), Vec<KernelDef>>,
+    /// Domain → op type → definitions: looked up by `&str`, no key built per lookup (this is
+    /// asked for every node by placement, transfers and lowering).
+    map: BTreeMap<String, BTreeMap<String, Vec<KernelDef>>>,
 }
 
 impl fmt::Debug for KernelSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "KernelSet({} op types)", self.map.len())
+        write!(f, "KernelSet({} op types)", self.op_types().count())
     }
 }
 
@@ -377,7 +379,9 @@ impl KernelSet {
     /// Adds a definition.
     pub fn add(&mut self, def: KernelDef) -> &mut Self {
         self.map
-            .entry((def.domain.clone(), def.op_type.clone()))
+            .entry(def.domain.clone())
+            .or_default()
+            .entry(def.op_type.clone())
             .or_default()
             .push(def);
         self
@@ -386,7 +390,8 @@ impl KernelSet {
     /// The definitions of (domain, op type).
     pub fn defs(&self, domain: &str, op_type: &str) -> &[KernelDef] {
         self.map
-            .get(&(norm_domain(domain).to_string(), op_type.to_string()))
+            .get(norm_domain(domain))
+            .and_then(|ops| ops.get(op_type))
             .map_or(&[], Vec::as_slice)
     }
 
@@ -397,16 +402,18 @@ impl KernelSet {
 
     /// Every (domain, op type), sorted.
     pub fn op_types(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.map.keys().map(|(d, o)| (d.as_str(), o.as_str()))
+        self.map
+            .iter()
+            .flat_map(|(d, ops)| ops.keys().map(move |o| (d.as_str(), o.as_str())))
     }
 
     /// Every definition.
     pub fn iter(&self) -> impl Iterator<Item = &KernelDef> + '_ {
-        self.map.values().flatten()
+        self.map.values().flat_map(|ops| ops.values().flatten())
     }
 
     pub fn len(&self) -> usize {
-        self.map.values().map(Vec::len).sum()
+        self.iter().count()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rge_formats::ge::{GeModel, WriteOptions};
+use rge_formats::ge::{GeModel, GeModelRef, WriteOptions};
 use rge_ir::AttrValue;
 
 use crate::error::{RuntimeError, RuntimeResult};
@@ -33,12 +33,18 @@ fn weight_bytes(m: &Model) -> i64 {
 
 /// Writes `model` to `path` (GE ModelDef binary).
 pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
-    let mut graph = model.graph().clone();
-    // Models compiled before kernels were recorded at compile time get them from the program.
-    record_kernels(&mut graph, model.program());
-    let mut ge = GeModel::new(graph);
-    ge.name = model.graph().name().to_string();
-    let a = &mut ge.attrs;
+    // Compiles record each node's kernel; models compiled before that get them from the
+    // program, on a copy. Otherwise the graph is written as it is, op by op, never copied.
+    let copy;
+    let graph = if kernels_recorded(model.graph(), model.program()) {
+        model.graph()
+    } else {
+        let mut g = model.graph().clone();
+        record_kernels(&mut g, model.program());
+        copy = g;
+        &copy
+    };
+    let mut a = rge_ir::AttrMap::new();
     a.set(COMPILED_ATTR, FORMAT);
     a.set("memory_size", model.plan().arena_bytes as i64);
     a.set(
@@ -49,8 +55,35 @@ pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
     a.set("event_num", model.event_count as i64);
     a.set("weight_size", weight_bytes(model));
     a.set("target_type", "rge");
+    let ge = GeModelRef {
+        name: model.graph().name(),
+        version: 0,
+        custom_version: "",
+        attrs: &a,
+        graph,
+    };
     ge.write_binary(path, &WriteOptions::default())
         .map_err(|e| RuntimeError::file(path.display(), e))
+}
+
+/// The kernel of each step, by node name.
+fn kernels_by_node(program: &crate::program::Program) -> std::collections::HashMap<&str, &str> {
+    program
+        .steps
+        .iter()
+        .map(|s| (s.node.as_str(), s.kernel_name.as_str()))
+        .collect()
+}
+
+/// True when every root node already records the kernel its step runs.
+fn kernels_recorded(graph: &rge_ir::ComputeGraph, program: &crate::program::Program) -> bool {
+    let by_name = kernels_by_node(program);
+    graph.nodes_of(graph.root()).all(|n| {
+        let Some(op) = graph.op(n) else { return true };
+        by_name.get(op.name()).is_none_or(|&k| {
+            op.attrs().get_str(crate::lower::KERNEL_ATTR).ok().flatten() == Some(k)
+        })
+    })
 }
 
 /// The engine every node was placed on, from the attribute placement records it in (GE's
@@ -78,10 +111,7 @@ fn restore_engines(graph: &mut rge_ir::ComputeGraph) {
 
 /// Records on each node the kernel definition that runs it (checked on load).
 fn record_kernels(graph: &mut rge_ir::ComputeGraph, program: &crate::program::Program) {
-    let mut by_name: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-    for s in &program.steps {
-        by_name.insert(&s.node, &s.kernel_name);
-    }
+    let by_name = kernels_by_node(program);
     let nodes: Vec<rge_ir::NodeId> = graph.nodes_of(graph.root()).collect();
     for n in nodes {
         let kernel = graph.op(n).and_then(|o| by_name.get(o.name()).copied());

@@ -71,7 +71,12 @@ impl GeError {
 #[derive(Debug)]
 pub(crate) enum FaultKind {
     Invalid(String),
-    MissingSubgraph { op: String, subgraph: String },
+    /// An op's bytes do not decode (a model read op by op): decode it whole for the error.
+    BadOp,
+    MissingSubgraph {
+        op: String,
+        subgraph: String,
+    },
 }
 
 /// An internal error: a message plus the places it passed through (innermost first). It
@@ -108,6 +113,11 @@ impl Fault {
         let file = file.to_string();
         match self.kind {
             FaultKind::Invalid(message) => GeError::Invalid { file, at, message },
+            FaultKind::BadOp => GeError::Invalid {
+                file,
+                at,
+                message: "an op does not decode".into(),
+            },
             FaultKind::MissingSubgraph { op, subgraph } => GeError::MissingSubgraph {
                 file,
                 at,
@@ -123,6 +133,22 @@ pub(crate) fn fault(msg: impl Into<String>) -> Fault {
     Fault {
         kind: FaultKind::Invalid(msg.into()),
         at: Vec::new(),
+    }
+}
+
+impl Fault {
+    /// True for an op whose bytes do not decode.
+    pub(crate) fn is_bad_op(&self) -> bool {
+        matches!(self.kind, FaultKind::BadOp)
+    }
+}
+
+impl From<super::stream::BadOp> for Fault {
+    fn from(_: super::stream::BadOp) -> Self {
+        Fault {
+            kind: FaultKind::BadOp,
+            at: Vec::new(),
+        }
     }
 }
 

@@ -25,6 +25,7 @@ pub mod keys;
 mod om;
 mod op;
 mod reader;
+mod stream;
 mod weights;
 mod writer;
 
@@ -37,6 +38,7 @@ use rge_ir::{AttrMap, ComputeGraph};
 
 pub use desc::MAX_DATALESS_TENSOR_BYTES;
 pub use error::{GeError, MAX_MODEL_BYTES};
+pub use stream::GeModelRef;
 pub use weights::ExternalWeight;
 
 use crate::ge_proto::ModelDef;
@@ -227,6 +229,17 @@ impl GeModel {
         if bytes.len() as u64 > MAX_MODEL_BYTES {
             return Err(too_large(&ctx.origin, bytes.len() as u64));
         }
+        // Op by op when the file is well formed and not OM-compressed; otherwise (and for the
+        // canonical error of an op that does not decode) the whole ModelDef at once.
+        if let Some(split) = stream::SplitModel::split(&bytes) {
+            if !om::is_compressed(&split.header) {
+                match reader::Reader::new(ctx).read_split_model(&split) {
+                    Ok(m) => return Ok(m),
+                    Err(f) if !f.is_bad_op() => return Err(f.into_error(&ctx.origin)),
+                    Err(_) => {}
+                }
+            }
+        }
         let def = ModelDef::decode(bytes).map_err(|source| GeError::Decode {
             file: ctx.origin.clone(),
             source,
@@ -290,19 +303,21 @@ impl GeModel {
 
     /// The ModelDef and, with [`WeightMode::External`], the weight files to write beside it.
     pub fn to_model_def_and_weights(&self, opts: &WriteOptions) -> (ModelDef, Vec<ExternalWeight>) {
-        let mut def = writer::Writer { opts }.write_model(self);
-        let weights = match opts.weights {
-            WeightMode::Inline => Vec::new(),
-            WeightMode::External => weights::externalize(&mut def),
-            WeightMode::Omit => {
-                weights::omit(&mut def);
-                Vec::new()
-            }
-        };
-        (def, weights)
+        self.borrowed().to_model_def_and_weights(opts)
     }
 
-    fn in_memory_only(opts: &WriteOptions) -> Result<(), GeError> {
+    /// The model with its graph borrowed.
+    pub fn borrowed(&self) -> GeModelRef<'_> {
+        GeModelRef {
+            name: &self.name,
+            version: self.version,
+            custom_version: &self.custom_version,
+            attrs: &self.attrs,
+            graph: &self.graph,
+        }
+    }
+
+    pub(crate) fn in_memory_only(opts: &WriteOptions) -> Result<(), GeError> {
         if opts.weights == WeightMode::External {
             return Err(GeError::Invalid {
                 file: "<memory>".into(),
@@ -316,8 +331,7 @@ impl GeModel {
 
     /// The binary ModelDef: deterministic (fields in number order, map entries by key).
     pub fn to_binary_bytes(&self, opts: &WriteOptions) -> Result<Bytes, GeError> {
-        Self::in_memory_only(opts)?;
-        encode(&self.to_model_def(opts), "<memory>")
+        self.borrowed().to_binary_bytes(opts)
     }
 
     /// The ModelDef in protobuf text format, as GE's dumps print it.
@@ -328,10 +342,7 @@ impl GeModel {
 
     /// Writes a binary ModelDef file (and, with external weights, the weight files beside it).
     pub fn write_binary(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<(), GeError> {
-        let path = path.as_ref();
-        let (def, weights) = self.to_model_def_and_weights(opts);
-        let bytes = encode(&def, &path.display().to_string())?;
-        write_out(path, &bytes, &weights)
+        self.borrowed().write_binary(path, opts)
     }
 
     /// Writes a text ModelDef file (and, with external weights, the weight files beside it).
@@ -339,6 +350,51 @@ impl GeModel {
         let path = path.as_ref();
         let (def, weights) = self.to_model_def_and_weights(opts);
         write_out(path, print_model_def(&def).as_bytes(), &weights)
+    }
+}
+
+impl GeModelRef<'_> {
+    /// The ModelDef and, with [`WeightMode::External`], the weight files to write beside it.
+    pub fn to_model_def_and_weights(&self, opts: &WriteOptions) -> (ModelDef, Vec<ExternalWeight>) {
+        let mut def = writer::Writer { opts }.write_model(self);
+        let weights = match opts.weights {
+            WeightMode::Inline => Vec::new(),
+            WeightMode::External => weights::externalize(&mut def),
+            WeightMode::Omit => {
+                weights::omit(&mut def);
+                Vec::new()
+            }
+        };
+        (def, weights)
+    }
+
+    /// The binary ModelDef (see [`GeModel::to_binary_bytes`]).
+    pub fn to_binary_bytes(&self, opts: &WriteOptions) -> Result<Bytes, GeError> {
+        GeModel::in_memory_only(opts)?;
+        self.encode_binary(opts, "<memory>")
+    }
+
+    /// Writes a binary ModelDef file (and, with external weights, the weight files beside it).
+    pub fn write_binary(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<(), GeError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        if opts.weights == WeightMode::Inline {
+            return write_out(path, &self.encode_binary(opts, &file)?, &[]);
+        }
+        let (def, weights) = self.to_model_def_and_weights(opts);
+        write_out(path, &encode(&def, &file)?, &weights)
+    }
+
+    /// Inline weights: streamed op by op ([`stream`]); the other modes rewrite the ModelDef.
+    fn encode_binary(&self, opts: &WriteOptions, file: &str) -> Result<Bytes, GeError> {
+        if opts.weights != WeightMode::Inline {
+            return encode(&self.to_model_def_and_weights(opts).0, file);
+        }
+        let bytes = writer::Writer { opts }.encode_model(self);
+        if bytes.len() as u64 > MAX_MODEL_BYTES {
+            return Err(too_large(file, bytes.len() as u64));
+        }
+        Ok(Bytes::from(bytes))
     }
 }
 

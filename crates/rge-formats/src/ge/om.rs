@@ -26,6 +26,11 @@ fn list(def: &ModelDef, key: &str) -> Option<crate::ge_proto::attr_def::ListValu
 }
 
 /// The decoded model, or `None` when `def` is not compressed.
+/// True when `def`'s attributes say it is OM-compressed.
+pub(crate) fn is_compressed(def: &ModelDef) -> bool {
+    def.attr.contains_key(OM_COMPRESS_VERSION)
+}
+
 pub(crate) fn decode(def: &ModelDef) -> Option<ModelDef> {
     match def.attr.get(OM_COMPRESS_VERSION)?.value {
         Some(V::I(1)) => {}

@@ -8,6 +8,7 @@ use rge_ir::{ComputeGraph, GraphId, InAnchor, IrError, NodeId, OutAnchor, CONTRO
 
 use super::error::{fault, Fault, Within};
 use super::keys::DATA_INPUT_COUNT;
+use super::stream::{OpSource, SplitModel};
 use super::{GeModel, ReadContext};
 use crate::ge_proto::{GraphDef, ModelDef, OpDef};
 
@@ -20,18 +21,25 @@ pub(crate) struct Reader<'c> {
     depth: usize,
 }
 
-/// One `input` entry to link.
-struct Edge<'d> {
+/// One `input` entry to link (owning its names: the op it came from may be dropped by then).
+struct Edge {
     dst: NodeId,
     /// In-data anchor, or -1 for the in-control anchor.
     dst_index: i32,
-    src: &'d str,
+    /// The entry `"<src>:<index>"`; the source's name is its first `src_len` bytes.
+    entry: String,
+    src_len: usize,
     /// Out-data anchor, or -1 for the out-control anchor.
     src_index: i32,
     /// `_src_out_peer_index_for_ge_txt_load` for this entry.
     key: Option<i64>,
-    op: &'d str,
-    entry: &'d str,
+    op: String,
+}
+
+impl Edge {
+    fn src(&self) -> &str {
+        &self.entry[..self.src_len]
+    }
 }
 
 /// Splits `"<node>:<index>"` at the last ':'; the index is an out-data anchor or -1.
@@ -72,14 +80,38 @@ impl<'c> Reader<'c> {
     }
 
     pub(crate) fn read_model(&mut self, def: &ModelDef) -> Result<GeModel, Fault> {
+        let graphs: Vec<(&GraphDef, OpSource<'_>)> = def
+            .graph
+            .iter()
+            .map(|gd| (gd, OpSource::Decoded(&gd.op)))
+            .collect();
+        self.read_model_parts(def, &graphs)
+    }
+
+    /// A model split by [`SplitModel`]: each op decoded only while it is read.
+    pub(crate) fn read_split_model(&mut self, m: &SplitModel) -> Result<GeModel, Fault> {
+        let graphs: Vec<(&GraphDef, OpSource<'_>)> = m
+            .graphs
+            .iter()
+            .map(|g| (&g.header, OpSource::Encoded(&g.ops)))
+            .collect();
+        self.read_model_parts(&m.header, &graphs)
+    }
+
+    /// `def`'s fields but its graphs, and the graphs (their ops from the sources).
+    fn read_model_parts(
+        &mut self,
+        def: &ModelDef,
+        graphs: &[(&GraphDef, OpSource<'_>)],
+    ) -> Result<GeModel, Fault> {
         let attrs = self
             .read_attrs(&def.attr, &|_| false)
             .within(|| "model attrs".into())?;
-        let Some(root_def) = def.graph.first() else {
+        let Some(&(root_def, _)) = graphs.first() else {
             return Err(fault("the model holds no graph (graph[0] is the root)"));
         };
         let mut names = HashSet::new();
-        for (i, gd) in def.graph.iter().enumerate() {
+        for (i, (gd, _)) in graphs.iter().enumerate() {
             if !names.insert(gd.name.as_str()) {
                 return Err(fault(format!(
                     "graph[{i}] is named `{}` like an earlier graph; graph names must be unique",
@@ -89,11 +121,11 @@ impl<'c> Reader<'c> {
         }
         let mut cg = ComputeGraph::new(root_def.name.clone());
         let mut ids = vec![cg.root()];
-        for gd in &def.graph[1..] {
+        for (gd, _) in &graphs[1..] {
             ids.push(cg.add_detached_subgraph(gd.name.clone())?);
         }
-        for (gd, &g) in def.graph.iter().zip(&ids) {
-            self.fill_graph(&mut cg, g, gd, true)
+        for (&(gd, ops), &g) in graphs.iter().zip(&ids) {
+            self.fill_graph(&mut cg, g, gd, ops, true)
                 .within(|| format!("graph `{}`", gd.name))?;
         }
         self.rebuild_ownership(&mut cg)?;
@@ -110,17 +142,18 @@ impl<'c> Reader<'c> {
     pub(crate) fn read_nested_graph(&mut self, gd: &GraphDef) -> Result<ComputeGraph, Fault> {
         let mut cg = ComputeGraph::new(gd.name.clone());
         let root = cg.root();
-        self.fill_graph(&mut cg, root, gd, false)
+        self.fill_graph(&mut cg, root, gd, OpSource::Decoded(&gd.op), false)
             .within(|| format!("graph `{}`", gd.name))?;
         Ok(cg)
     }
 
-    /// Fills graph `g` from `gd`: attrs, nodes, edges, inputs and outputs.
+    /// Fills graph `g` from `gd` (its ops from `ops`): attrs, nodes, edges, inputs and outputs.
     fn fill_graph(
         &mut self,
         cg: &mut ComputeGraph,
         g: GraphId,
         gd: &GraphDef,
+        ops: OpSource<'_>,
         top: bool,
     ) -> Result<(), Fault> {
         let attrs = self
@@ -130,7 +163,7 @@ impl<'c> Reader<'c> {
             *a = attrs;
         }
         let mut edges = Vec::new();
-        for od in &gd.op {
+        ops.for_each(|od| -> Result<(), Fault> {
             let place = || format!("op `{}` ({})", od.name, od.r#type);
             let rd = self.read_op(od).within(place)?;
             let mut op = rd.op;
@@ -145,8 +178,8 @@ impl<'c> Reader<'c> {
                 rd.data_input_count,
                 &mut edges,
             )
-            .within(place)?;
-        }
+            .within(place)
+        })?;
         link_edges(cg, g, &edges)?;
         for (k, entry) in gd.input.iter().enumerate() {
             let place = || format!("graph input[{k}] `{entry}`");
@@ -224,12 +257,12 @@ impl<'c> Reader<'c> {
 /// names the in-data anchor and advances for "" and every index ≥ 0; index -1 is a control
 /// edge. With it, the first entries map one to one onto in-data anchors and the rest onto the
 /// in-control anchor, whatever their indexes (cross links).
-fn parse_inputs<'d>(
-    od: &'d OpDef,
+fn parse_inputs(
+    od: &OpDef,
     dst: NodeId,
     keys: Option<&[i64]>,
     data_count: Option<i64>,
-    edges: &mut Vec<Edge<'d>>,
+    edges: &mut Vec<Edge>,
 ) -> Result<(), Fault> {
     let n_in = od.input_desc.len();
     let data_part = match data_count {
@@ -279,11 +312,11 @@ fn parse_inputs<'d>(
         edges.push(Edge {
             dst,
             dst_index,
-            src,
+            entry: entry.clone(),
+            src_len: src.len(),
             src_index,
             key: keys.map(|k2| k2[k]),
-            op: &od.name,
-            entry,
+            op: od.name.clone(),
         });
     }
     Ok(())
@@ -291,19 +324,20 @@ fn parse_inputs<'d>(
 
 /// Links the edges of one graph. Each source anchor's peers are linked in the order of their
 /// peer keys (file order without keys), and each in-control anchor's peers in file order.
-fn link_edges(cg: &mut ComputeGraph, g: GraphId, edges: &[Edge<'_>]) -> Result<(), Fault> {
-    let place = |e: &Edge<'_>| format!("op `{}`, input `{}`", e.op, e.entry);
+fn link_edges(cg: &mut ComputeGraph, g: GraphId, edges: &[Edge]) -> Result<(), Fault> {
+    let place = |e: &Edge| format!("op `{}`, input `{}`", e.op, e.entry);
     let mut resolved = Vec::with_capacity(edges.len());
     for e in edges {
-        let Some(src) = cg.find_node(g, e.src) else {
-            return Err(fault(format!("no node named `{}` in this graph", e.src)))
+        let Some(src) = cg.find_node(g, e.src()) else {
+            return Err(fault(format!("no node named `{}` in this graph", e.src())))
                 .within(|| place(e));
         };
         let outs = cg.node(src).map_or(0, |n| n.out_data_count());
         if e.src_index >= 0 && e.src_index as usize >= outs {
             return Err(fault(format!(
                 "`{}` has {outs} outputs, so no output {}",
-                e.src, e.src_index
+                e.src(),
+                e.src_index
             )))
             .within(|| place(e));
         }
@@ -334,7 +368,7 @@ fn link_edges(cg: &mut ComputeGraph, g: GraphId, edges: &[Edge<'_>]) -> Result<(
 /// the same source anchor" (by peer key, then file order) and "before the next peer of the same
 /// in-control anchor" (file order), smallest file position first. A cycle among them (possible
 /// only with hand-made peer keys) is broken at the smallest file position.
-fn link_order(edges: &[Edge<'_>], resolved: &[(OutAnchor, InAnchor)]) -> Vec<usize> {
+fn link_order(edges: &[Edge], resolved: &[(OutAnchor, InAnchor)]) -> Vec<usize> {
     let n = edges.len();
     const NONE: usize = usize::MAX;
     let mut succ = vec![[NONE; 2]; n];

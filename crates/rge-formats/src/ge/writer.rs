@@ -5,7 +5,7 @@ use rge_ir::{ComputeGraph, GraphId, InAnchor, NodeId, OutAnchor, PrimaryFormat, 
 
 use super::attr::bare_list_i;
 use super::keys::{DATA_INPUT_COUNT, SRC_OUT_PEER_INDEX};
-use super::{GeModel, WriteOptions};
+use super::{GeModelRef, WriteOptions};
 use crate::ge_proto::attr_def::Value as V;
 use crate::ge_proto::{AttrDef, GraphDef, ModelDef, OpDef};
 
@@ -28,18 +28,18 @@ fn peer_position(cg: &ComputeGraph, src: OutAnchor, dst: InAnchor) -> i64 {
 }
 
 impl Writer<'_> {
-    pub(crate) fn write_model(&self, m: &GeModel) -> ModelDef {
-        let cg = &m.graph;
+    pub(crate) fn write_model(&self, m: &GeModelRef<'_>) -> ModelDef {
+        let cg = m.graph;
         let graph = std::iter::once(cg.root())
             .chain(cg.subgraphs().iter().copied())
             .map(|g| self.write_graph(cg, g))
             .collect();
         ModelDef {
-            name: m.name.clone(),
+            name: m.name.to_string(),
             version: m.version,
-            custom_version: m.custom_version.clone(),
+            custom_version: m.custom_version.to_string(),
             graph,
-            attr: self.write_attrs(&m.attrs, &|_| false),
+            attr: self.write_attrs(m.attrs, &|_| false),
             attr_groups: None,
         }
     }
@@ -50,6 +50,14 @@ impl Writer<'_> {
     }
 
     fn write_graph(&self, cg: &ComputeGraph, g: GraphId) -> GraphDef {
+        GraphDef {
+            op: cg.nodes_of(g).map(|n| self.write_node(cg, n)).collect(),
+            ..self.write_graph_fields(cg, g)
+        }
+    }
+
+    /// A graph's fields but its ops.
+    pub(crate) fn write_graph_fields(&self, cg: &ComputeGraph, g: GraphId) -> GraphDef {
         GraphDef {
             name: cg.graph_name(g).unwrap_or_default().to_string(),
             input: cg
@@ -62,7 +70,7 @@ impl Writer<'_> {
                 .iter()
                 .map(|&(n, i)| format!("{}:{i}", cg.name_of(n)))
                 .collect(),
-            op: cg.nodes_of(g).map(|n| self.write_node(cg, n)).collect(),
+            op: Vec::new(),
             attr: cg
                 .graph_attrs(g)
                 .map(|a| self.write_attrs(a, &|_| false))
@@ -73,7 +81,7 @@ impl Writer<'_> {
 
     /// One node: data inputs in anchor order ("" for an unlinked anchor; trailing unlinked
     /// unset descs get no entry), then one entry per in-control peer.
-    fn write_node(&self, cg: &ComputeGraph, n: NodeId) -> OpDef {
+    pub(crate) fn write_node(&self, cg: &ComputeGraph, n: NodeId) -> OpDef {
         let Some(node) = cg.node(n) else {
             return OpDef::default();
         };

@@ -9,8 +9,11 @@
 
 use std::collections::BTreeMap;
 
+mod online;
 mod search;
 mod sweep;
+
+pub use online::{check_offsets, place_online};
 
 /// Arena alignment of every buffer.
 pub const ALIGN: usize = 64;
@@ -64,27 +67,40 @@ fn aligned(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }
 
-fn overlaps(a: &BufferReq, b: &BufferReq) -> bool {
-    a.def <= b.last && b.def <= a.last
-}
-
-/// Places `reqs`: returns each buffer's offset and the arena size. Greedy placements come first
-/// ([`place_greedy`]); when they stay above the lower bound on a small program, an exact search
-/// looks for smaller arenas within a fixed work budget.
+/// Places `reqs`: returns each buffer's offset and the arena size. The step-ordered placement
+/// ([`place_online`], O(n log n)) comes first; when it stays above the lower bound and the
+/// buffers overlap in few enough pairs, the offline greedy orders ([`place_greedy`]) and, on
+/// small programs, an exact search look for smaller arenas within a fixed work budget.
 pub fn place(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
-    let conflicts = Conflicts::new(reqs);
-    let mut best = greedy(reqs, &conflicts);
-    if let Some(adj) = &conflicts.0 {
-        tighten(reqs, adj, &mut best);
+    let mut best = place_online(reqs);
+    if best.1 <= lower_bound(reqs, steps(reqs)) {
+        return best;
     }
+    let Some(conflicts) = Conflicts::new(reqs) else {
+        return best;
+    };
+    let greedy = greedy(reqs, &conflicts);
+    if greedy.1 < best.1 {
+        best = greedy;
+    }
+    tighten(reqs, &conflicts.0, &mut best);
     best
 }
 
 /// Greedy placements in several orders — by size (TFLite's greedy by size), by breadth (the
 /// buffers of the busiest steps first, TFLite's greedy by breadth), by lifetime, area and
-/// definition — each with best-fit and first-fit gaps; the smallest arena wins.
+/// definition — each with best-fit and first-fit gaps; the smallest arena wins. Programs whose
+/// buffers overlap in too many pairs for that get the step-ordered placement.
 pub fn place_greedy(reqs: &[BufferReq]) -> (Vec<usize>, usize) {
-    greedy(reqs, &Conflicts::new(reqs))
+    match Conflicts::new(reqs) {
+        Some(c) => greedy(reqs, &c),
+        None => place_online(reqs),
+    }
+}
+
+/// Steps of the program: one past the last first step.
+fn steps(reqs: &[BufferReq]) -> usize {
+    reqs.iter().map(|r| r.def as usize + 1).max().unwrap_or(0)
 }
 
 fn greedy(reqs: &[BufferReq], conflicts: &Conflicts) -> (Vec<usize>, usize) {
@@ -129,8 +145,7 @@ const SEARCH_WORK: u64 = 40_000_000;
 /// to fail and the best arena found. Skipped when one descent of the search (buffers × (buffers
 /// + sections)) would not fit an eighth of the budget. `conflicts`: see [`Conflicts`].
 fn tighten(reqs: &[BufferReq], conflicts: &[Vec<u32>], best: &mut (Vec<usize>, usize)) {
-    let steps = reqs.iter().map(|r| r.def as usize + 1).max().unwrap_or(0);
-    let mut lo = lower_bound(reqs, steps);
+    let mut lo = lower_bound(reqs, steps(reqs));
     if best.1 <= lo {
         return;
     }
@@ -153,43 +168,6 @@ fn tighten(reqs: &[BufferReq], conflicts: &[Vec<u32>], best: &mut (Vec<usize>, u
         }
         cap = (lo + (best.1 - lo) / 2) / ALIGN * ALIGN;
     }
-}
-
-/// Checks offsets from outside (a saved model's plan) against `reqs`: one per buffer, aligned,
-/// and no two buffers alive at one step sharing a byte. Returns the arena size.
-pub fn check_offsets(reqs: &[BufferReq], offsets: &[usize]) -> Result<usize, String> {
-    if offsets.len() != reqs.len() {
-        return Err(format!(
-            "{} buffer offsets for {} buffers",
-            offsets.len(),
-            reqs.len()
-        ));
-    }
-    let mut order: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
-    order.sort_by_key(|&i| (reqs[i].def, i));
-    let mut arena = 0usize;
-    let mut active: Vec<usize> = Vec::new();
-    for &i in &order {
-        let (off, size) = (offsets[i], aligned(reqs[i].size));
-        let end = off
-            .checked_add(size)
-            .ok_or_else(|| format!("buffer {i}: offset {off} overflows"))?;
-        if off % ALIGN != 0 {
-            return Err(format!("buffer {i}: offset {off} is not {ALIGN}-aligned"));
-        }
-        active.retain(|&j| reqs[j].last >= reqs[i].def);
-        if let Some(&j) = active.iter().find(|&&j| {
-            let (o, s) = (offsets[j], aligned(reqs[j].size));
-            off < o + s && o < end
-        }) {
-            return Err(format!(
-                "buffers {j} and {i} are alive together and share bytes"
-            ));
-        }
-        active.push(i);
-        arena = arena.max(end);
-    }
-    Ok(arena)
 }
 
 fn by_size(reqs: &[BufferReq]) -> Vec<usize> {
@@ -259,42 +237,31 @@ fn by_breadth(reqs: &[BufferReq]) -> Vec<usize> {
     order
 }
 
-/// Which buffers are alive at a common step, as lists per buffer: built when there are few
-/// enough such pairs, so that placing a buffer looks only at the buffers it conflicts with
-/// rather than at every placed one (same placements, far less work), and the exact search
-/// starts from them.
-struct Conflicts(Option<Vec<Vec<u32>>>);
+/// Which buffers are alive at a common step, as lists per buffer, so that placing a buffer
+/// looks only at the buffers it conflicts with; the exact search starts from them. Built only
+/// when there are few enough such pairs (counted first, in O(n log n)).
+struct Conflicts(Vec<Vec<u32>>);
 
 impl Conflicts {
     /// Pairs kept at most (4 bytes each, twice).
     const MAX_PAIRS: usize = 2_000_000;
 
-    fn new(reqs: &[BufferReq]) -> Self {
+    fn new(reqs: &[BufferReq]) -> Option<Self> {
+        online::overlap_pairs(reqs, Self::MAX_PAIRS)?;
         let mut by_def: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].size > 0).collect();
         by_def.sort_by_key(|&i| (reqs[i].def, i));
         // Every pair once: j after i in definition order overlaps i iff j starts before i ends.
-        let later = |k: usize| {
-            let i = by_def[k];
-            by_def[k + 1..]
-                .iter()
-                .copied()
-                .take_while(move |&j| reqs[j].def <= reqs[i].last)
-        };
-        let mut pairs = 0usize;
-        for k in 0..by_def.len() {
-            pairs += later(k).take(Self::MAX_PAIRS + 1 - pairs).count();
-            if pairs > Self::MAX_PAIRS {
-                return Conflicts(None);
-            }
-        }
         let mut adj = vec![Vec::new(); reqs.len()];
         for (k, &i) in by_def.iter().enumerate() {
-            for j in later(k) {
+            for &j in by_def[k + 1..]
+                .iter()
+                .take_while(|&&j| reqs[j].def <= reqs[i].last)
+            {
                 adj[i].push(j as u32);
                 adj[j].push(i as u32);
             }
         }
-        Conflicts(Some(adj))
+        Some(Conflicts(adj))
     }
 }
 
@@ -307,27 +274,17 @@ fn place_in_order(
 ) -> (Vec<usize>, usize) {
     const UNPLACED: usize = usize::MAX;
     let mut offsets = vec![UNPLACED; reqs.len()];
-    // Placed buffers: (offset, aligned size, index), for the scan without conflict lists.
-    let mut placed: Vec<(usize, usize, usize)> = Vec::new();
     let mut arena = 0usize;
     for &i in order {
         let size = aligned(reqs[i].size);
         live.clear();
-        match &conflicts.0 {
-            Some(adj) => live.extend(
-                adj[i]
-                    .iter()
-                    .map(|&j| j as usize)
-                    .filter(|&j| offsets[j] != UNPLACED)
-                    .map(|j| (offsets[j], aligned(reqs[j].size))),
-            ),
-            None => live.extend(
-                placed
-                    .iter()
-                    .filter(|p| overlaps(&reqs[p.2], &reqs[i]))
-                    .map(|p| (p.0, p.1)),
-            ),
-        }
+        live.extend(
+            conflicts.0[i]
+                .iter()
+                .map(|&j| j as usize)
+                .filter(|&j| offsets[j] != UNPLACED)
+                .map(|j| (offsets[j], aligned(reqs[j].size))),
+        );
         live.sort_unstable();
         let mut prev_end = 0usize;
         let mut best: Option<(usize, usize)> = None; // (gap, offset)
@@ -346,9 +303,6 @@ fn place_in_order(
         let off = best.map_or(prev_end, |b| b.1);
         offsets[i] = off;
         arena = arena.max(off + size);
-        if conflicts.0.is_none() {
-            placed.push((off, size, i));
-        }
     }
     // Buffers not in the order (empty ones) sit at 0.
     for o in &mut offsets {
@@ -424,6 +378,10 @@ pub fn memory_deps(reqs: &[BufferReq], offsets: &[usize]) -> Vec<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn overlaps(a: &BufferReq, b: &BufferReq) -> bool {
+        a.def <= b.last && b.def <= a.last
+    }
 
     fn req(size: usize, def: u32, last: u32) -> BufferReq {
         BufferReq {
@@ -578,7 +536,7 @@ mod tests {
         let reqs = ladder(40);
         let bound = lower_bound(&reqs, 41);
         assert_eq!(bound, 26 * ALIGN);
-        let p = search::Problem::new(&reqs, Conflicts::new(&reqs).0.as_ref().unwrap());
+        let p = search::Problem::new(&reqs, &Conflicts::new(&reqs).unwrap().0);
         assert_eq!(search::feasible(&p, bound, u64::MAX), Some(false));
         let reqs = ladder(100);
         let (offs, arena) = place(&reqs);

@@ -1,0 +1,84 @@
+"""The whole compile at scale: `rge compile` (file → compiled model written to disk) beside
+onnxruntime's session creation (optimizations off and all) and OpenVINO's compile_model, on the
+random elementwise DAGs of bench/random_dag.py, in one run. Prints seconds and peak memory
+(max RSS of the process) per tool, medians of --runs, and rge's ratio to each peer.
+
+usage: compile_scale.py --rge BIN [--nodes 10000,30000,100000] [--runs 3]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PEER = r"""
+import sys, time
+path, kind = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+if kind == "ov":
+    import openvino as ov
+    ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": 1})
+else:
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if kind == "ort_off"
+                                   else ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+print(time.perf_counter() - t)
+"""
+
+
+def timed(cmd, may_fail=False):
+    """(wall seconds, max RSS in MB, stdout); None when a peer (`may_fail`) fails."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        out = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tf.name] + cmd,
+                             capture_output=True, text=True)
+        if out.returncode != 0 and may_fail:
+            return None
+        if out.returncode != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr[-2000:]}")
+        wall, rss = tf.read().split()[-2:]
+    return float(wall), int(rss) / 1024, out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rge", required=True)
+    ap.add_argument("--nodes", default="10000,30000,100000")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default="build/scale")
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    peers = [("ort_off", "onnxruntime, optimizations off"), ("ort_all", "onnxruntime, all"),
+             ("ov", "OpenVINO compile_model")]
+    print(f"{'nodes':>7} {'tool':<34} {'s':>8} {'MB':>8} {'rge ÷ tool (s)':>15} {'(MB)':>7}")
+    for n in [int(x) for x in a.nodes.split(",")]:
+        model = os.path.join(a.dir, f"dag_{n}.onnx")
+        if not os.path.exists(model):
+            subprocess.run([sys.executable, os.path.join(HERE, "random_dag.py"), str(n), model],
+                           check=True, stdout=subprocess.DEVNULL)
+        out = os.path.join(a.dir, f"dag_{n}.rge")
+        rge = [timed([a.rge, "compile", model, "-o", out]) for _ in range(a.runs)]
+        rs, rm = statistics.median(r[0] for r in rge), max(r[1] for r in rge)
+        plan = rge[0][2].strip().split(": ", 1)[-1]
+        load = [timed([a.rge, "inspect", out]) for _ in range(a.runs)]
+        print(f"{n:>7} {'rge compile (file → compiled file)':<34} {rs:>8.2f} {rm:>8.0f}")
+        print(f"{'':>7} {'rge load of the compiled file':<34} "
+              f"{statistics.median(r[0] for r in load):>8.2f} {max(r[1] for r in load):>8.0f}")
+        for kind, name in peers:
+            rows = [timed([sys.executable, "-c", PEER, model, kind], True) for _ in range(a.runs)]
+            if None in rows:
+                print(f"{'':>7} {name:<34} {'failed on this graph':>17}")
+                continue
+            s = statistics.median(float(r[2].split()[-1]) for r in rows)
+            m = max(r[1] for r in rows)
+            print(f"{'':>7} {name:<34} {s:>8.2f} {m:>8.0f} {rs / s:>15.2f} {rm / m:>7.2f}")
+        print(f"{'':>7} plan: {plan}")
+
+
+if __name__ == "__main__":
+    main()

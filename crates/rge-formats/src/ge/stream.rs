@@ -1,0 +1,206 @@
+//! The binary ModelDef written op by op: each OpDef is built, encoded and dropped before the
+//! next, so writing a model never holds the whole ModelDef (about ten times the size of its
+//! bytes: a map per op and per tensor desc) beside the graph. The bytes are those of
+//! `ModelDef::encode_to_vec` on the full message — fields in number order, ops in graph order —
+//! so the file is the same either way (a test checks it).
+
+use prost::encoding::{encode_key, encode_varint, WireType};
+use prost::Message;
+use rge_ir::{AttrMap, ComputeGraph, GraphId};
+
+use super::writer::Writer;
+use crate::ge_proto::{GraphDef, ModelDef};
+
+/// A model to write, borrowing its graph (no copy of the graph to save it).
+#[derive(Debug, Clone, Copy)]
+pub struct GeModelRef<'a> {
+    pub name: &'a str,
+    pub version: u32,
+    pub custom_version: &'a str,
+    pub attrs: &'a AttrMap,
+    pub graph: &'a ComputeGraph,
+}
+
+/// ModelDef's `graph` and GraphDef's `op` field numbers.
+const MODEL_GRAPH_TAG: u32 = 7;
+const GRAPH_OP_TAG: u32 = 6;
+
+/// Appends a length-delimited field: key, length, bytes.
+fn put_message_bytes(tag: u32, bytes: &[u8], out: &mut Vec<u8>) {
+    encode_key(tag, WireType::LengthDelimited, out);
+    encode_varint(bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+impl Writer<'_> {
+    /// The model's bytes, streamed (inline weights only: the other modes rewrite the ModelDef).
+    pub(crate) fn encode_model(&self, m: &GeModelRef<'_>) -> Vec<u8> {
+        let cg = m.graph;
+        let mut out = Vec::new();
+        // Fields 1–3 (before `graph`), then each graph, then 11–12.
+        ModelDef {
+            name: m.name.to_string(),
+            version: m.version,
+            custom_version: m.custom_version.to_string(),
+            ..Default::default()
+        }
+        .encode_raw(&mut out);
+        let mut graph_bytes = Vec::new();
+        for g in std::iter::once(cg.root()).chain(cg.subgraphs().iter().copied()) {
+            graph_bytes.clear();
+            self.encode_graph(cg, g, &mut graph_bytes);
+            put_message_bytes(MODEL_GRAPH_TAG, &graph_bytes, &mut out);
+        }
+        ModelDef {
+            attr: self.write_attrs(m.attrs, &|_| false),
+            ..Default::default()
+        }
+        .encode_raw(&mut out);
+        out
+    }
+
+    fn encode_graph(&self, cg: &ComputeGraph, g: GraphId, out: &mut Vec<u8>) {
+        let mut head = self.write_graph_fields(cg, g);
+        let tail = GraphDef {
+            attr: std::mem::take(&mut head.attr),
+            attr_groups: head.attr_groups.take(),
+            ..Default::default()
+        };
+        head.encode_raw(out);
+        let mut op_bytes = Vec::new();
+        for n in cg.nodes_of(g) {
+            op_bytes.clear();
+            self.write_node(cg, n).encode_raw(&mut op_bytes);
+            put_message_bytes(GRAPH_OP_TAG, &op_bytes, out);
+        }
+        tail.encode_raw(out);
+    }
+}
+
+/// ModelDef's header fields and GraphDef's, split from the repeated messages that make their
+/// bulk: a model read graph by graph and op by op (each OpDef decoded, read into the graph and
+/// dropped before the next), never the whole ModelDef in memory.
+pub(crate) struct SplitModel {
+    /// Every field but `graph`.
+    pub(crate) header: ModelDef,
+    pub(crate) graphs: Vec<SplitGraph>,
+}
+
+/// A GraphDef without its ops, and the ops' encoded bytes (slices of the file's bytes).
+pub(crate) struct SplitGraph {
+    pub(crate) header: GraphDef,
+    pub(crate) ops: Vec<bytes::Bytes>,
+}
+
+/// The ops of a graph to read: decoded already, or encoded (decoded one at a time).
+#[derive(Clone, Copy)]
+pub(crate) enum OpSource<'a> {
+    Decoded(&'a [crate::ge_proto::OpDef]),
+    Encoded(&'a [bytes::Bytes]),
+}
+
+/// An encoded op that does not decode: the caller decodes the whole model again for the
+/// canonical error.
+#[derive(Debug)]
+pub(crate) struct BadOp;
+
+impl OpSource<'_> {
+    /// Calls `f` on every op in order.
+    pub(crate) fn for_each<E: From<BadOp>>(
+        self,
+        mut f: impl FnMut(&crate::ge_proto::OpDef) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self {
+            OpSource::Decoded(ops) => ops.iter().try_for_each(f),
+            OpSource::Encoded(ops) => ops.iter().try_for_each(|b| {
+                let od = crate::ge_proto::OpDef::decode(b.clone()).map_err(|_| BadOp)?;
+                f(&od)
+            }),
+        }
+    }
+}
+
+/// One field of a message: its number and its bytes (key included), or, for a
+/// length-delimited one, also the payload.
+struct Field {
+    tag: u32,
+    whole: std::ops::Range<usize>,
+    payload: Option<std::ops::Range<usize>>,
+}
+
+/// The fields of a message, in order; `None` when the bytes are not well formed (or use
+/// groups): the caller then decodes the usual way and reports that decoder's error.
+fn fields(b: &[u8]) -> Option<Vec<Field>> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    let varint = |pos: &mut usize| -> Option<u64> {
+        let mut buf = b.get(*pos..)?;
+        let start = buf.len();
+        let v = prost::encoding::decode_varint(&mut buf).ok()?;
+        *pos += start - buf.len();
+        Some(v)
+    };
+    while pos < b.len() {
+        let start = pos;
+        let key = varint(&mut pos)?;
+        let (tag, wire) = (u32::try_from(key >> 3).ok()?, key & 7);
+        let mut payload = None;
+        match wire {
+            0 => {
+                varint(&mut pos)?;
+            }
+            1 => pos = pos.checked_add(8)?,
+            2 => {
+                let len = usize::try_from(varint(&mut pos)?).ok()?;
+                let end = pos.checked_add(len)?;
+                payload = Some(pos..end);
+                pos = end;
+            }
+            5 => pos = pos.checked_add(4)?,
+            _ => return None,
+        }
+        if pos > b.len() {
+            return None;
+        }
+        out.push(Field {
+            tag,
+            whole: start..pos,
+            payload,
+        });
+    }
+    Some(out)
+}
+
+/// Splits `msg` into the fields numbered `tag` (payloads) and the rest (re-encoded bytes).
+fn split_repeated(msg: &bytes::Bytes, tag: u32) -> Option<(Vec<u8>, Vec<bytes::Bytes>)> {
+    let mut rest = Vec::new();
+    let mut parts = Vec::new();
+    for f in fields(msg)? {
+        match (f.tag == tag, f.payload) {
+            (true, Some(p)) => parts.push(msg.slice(p)),
+            (true, None) => return None,
+            (false, _) => rest.extend_from_slice(&msg[f.whole]),
+        }
+    }
+    Some((rest, parts))
+}
+
+impl SplitModel {
+    /// Splits a binary ModelDef; `None` when it is not well formed (decode it whole for the
+    /// error).
+    pub(crate) fn split(bytes: &bytes::Bytes) -> Option<SplitModel> {
+        let (rest, graphs) = split_repeated(bytes, MODEL_GRAPH_TAG)?;
+        let header = ModelDef::decode(rest.as_slice()).ok()?;
+        let graphs = graphs
+            .iter()
+            .map(|g| {
+                let (rest, ops) = split_repeated(g, GRAPH_OP_TAG)?;
+                Some(SplitGraph {
+                    header: GraphDef::decode(rest.as_slice()).ok()?,
+                    ops,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(SplitModel { header, graphs })
+    }
+}
