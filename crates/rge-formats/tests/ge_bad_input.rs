@@ -256,6 +256,21 @@ fn bad_dims_and_tensor_sizes() {
         },
     );
     has(&err(&model(vec![c])), &["attr `t`", "overflows"]);
+    // An op's desc declaring 2^62 floats (2^64 bytes, overflowing), and one of 2^40 bytes.
+    let mut a = op("big", &[], 0, 1);
+    a.output_desc[0].shape = Some(ShapeDef { dim: vec![1 << 62] });
+    has(
+        &err(&model(vec![a])),
+        &["op `big`", "output_desc[0]", "overflows"],
+    );
+    let mut a = op("big", &[], 1, 1);
+    a.input_desc[0].shape = Some(ShapeDef {
+        dim: vec![1 << 20, 1 << 18],
+    });
+    has(
+        &err(&model(vec![a])),
+        &["op `big`", "input_desc[0]", "1099511627776 bytes"],
+    );
 }
 
 #[test]

@@ -105,6 +105,7 @@ impl Reader<'_> {
             None => DataType::from_proto_value(td.dtype).unwrap_or(DataType::Undefined),
         };
         d.set_dtype(dtype);
+        check_desc_size(&d)?;
         d.set_format(
             format_from_int(get_i(td, FORMAT_FOR_INT))
                 .unwrap_or_else(|| format_from_str(td.layout.as_bytes())),
@@ -188,6 +189,28 @@ impl Reader<'_> {
         check_tensor(&desc, t.data.len())?;
         Ok(Tensor::new(desc, t.data.clone()))
     }
+}
+
+/// Checks that a desc's static shape stays under [`MAX_DATALESS_TENSOR_BYTES`]: its element
+/// count and byte size must not overflow, so that nothing later sizes an allocation by it.
+fn check_desc_size(d: &TensorDesc) -> Result<(), Fault> {
+    let dt = d.dtype();
+    let bytes = match d.shape().byte_size(dt) {
+        Ok(Some(n)) => n,
+        // Strings and undefined dtypes: the element count alone (one byte each, at least).
+        Ok(None) => match d.shape().element_count() {
+            Ok(n) => n.unwrap_or(0),
+            Err(e) => return Err(fault(format!("the shape {} overflows: {e}", d.shape()))),
+        },
+        Err(e) => return Err(fault(format!("the shape {} overflows: {e}", d.shape()))),
+    };
+    if bytes > MAX_DATALESS_TENSOR_BYTES {
+        return Err(fault(format!(
+            "a {dt} tensor of shape {} declares {bytes} bytes (at most {MAX_DATALESS_TENSOR_BYTES} allowed)",
+            d.shape()
+        )));
+    }
+    Ok(())
 }
 
 /// Checks a tensor's declared size against its data: with data, the data must hold at least
