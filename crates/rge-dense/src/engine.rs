@@ -1,5 +1,5 @@
 //! The `dense` engine (the seed's AIcoreEngine, cost 1): its attributes, kernel definitions
-//! and optimizer. It claims f32 MatMul, Gemm and 2-D Conv (every padding mode, groups,
+//! and optimizer. It claims f32 MatMul, Gemm and 1-D/2-D Conv (every padding mode, groups,
 //! depthwise, dilations) and the fused forms its optimizer makes (`ai.rge` FusedConv and
 //! FusedMatMul); everything else falls to the next engine by cost (`cpu`, the reference).
 
@@ -19,12 +19,12 @@ fn f32_only() -> TypeSet {
     TypeSet::of(&[DType::Float])
 }
 
-/// Conv that the dense kernels run: 2-D (weights of rank 4), f32.
+/// Conv that the dense kernels run: 1-D or 2-D (weights of rank 3 or 4), f32.
 fn conv_2d(op: &OpDesc) -> Result<(), String> {
     match op.input(1).and_then(|d| d.shape().rank()) {
-        Some(4) => Ok(()),
+        Some(3 | 4) => Ok(()),
         Some(r) => Err(format!(
-            "dense runs 2-D convolutions; the weights have rank {r}"
+            "dense runs 1-D and 2-D convolutions; the weights have rank {r}"
         )),
         None => Err("the weights' rank is unknown".into()),
     }

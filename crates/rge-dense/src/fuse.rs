@@ -449,7 +449,7 @@ fn next_epilogue(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
         if conv
             && g.op(n)
                 .and_then(|o| o.input(1))
-                .is_none_or(|d| d.shape().rank() != Some(4))
+                .is_none_or(|d| !matches!(d.shape().rank(), Some(3 | 4)))
         {
             continue;
         }

@@ -4,7 +4,7 @@
 //! GEMM's epilogue.
 
 use rge_ir::AttrValue;
-use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
+use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef};
 use rge_kernels_nn::WindowAttrs;
 
 use crate::depthwise::{self, DwGeometry};
@@ -405,7 +405,7 @@ impl Kernel for GemmKernel {
 
 // ---- Conv / FusedConv ----
 
-/// 2-D convolution in NCHW as GEMMs over groups (`W_g · im2col(X_g)`; 1×1 stride-1 kernels
+/// 1-D and 2-D convolution in NC(H)W as GEMMs over groups (`W_g · im2col(X_g)`; 1×1 stride-1 kernels
 /// need no im2col), depthwise convolutions by the direct kernel; bias, residual and activation
 /// in the epilogue.
 pub struct ConvKernel {
@@ -462,16 +462,17 @@ pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
 /// The Conv's weights packed per group, when they are a constant (depthwise convs use their
 /// weights directly: none).
 fn pack_conv_w(init: &KernelInit<'_>, group: usize) -> KernelResult<Option<Vec<PackedA>>> {
+    let conv_rank = |w: &Tensor| matches!(w.shape().len(), 3 | 4);
     let depthwise = init
         .constant(1)
-        .is_some_and(|w| w.shape().len() == 4 && w.shape()[1] == 1 && w.shape()[0] == group);
+        .is_some_and(|w| conv_rank(w) && w.shape()[1] == 1 && w.shape()[0] == group);
     if depthwise {
         return Ok(None);
     }
     Ok(match init.constant(1) {
-        Some(w) if w.shape().len() == 4 && w.shape()[0] % group == 0 => {
+        Some(w) if conv_rank(w) && w.shape()[0] % group == 0 => {
             let s = w.shape();
-            let (cout_g, kk) = (s[0] / group, s[1] * s[2] * s[3]);
+            let (cout_g, kk) = (s[0] / group, s[1..].iter().product::<usize>());
             let data = w.as_slice::<f32>()?;
             let mut v = Vec::with_capacity(group);
             for g in 0..group {
@@ -541,33 +542,61 @@ impl Kernel for ConvKernel {
         let x = ctx.input(0)?;
         let w = ctx.input(1)?;
         let (sx, sw) = (x.shape(), w.shape());
-        if sx.len() != 4 || sw.len() != 4 {
+        // 1-D convolutions run as 2-D ones of height 1 (same memory layout).
+        let one_d = sx.len() == 3 && sw.len() == 3;
+        if !one_d && (sx.len() != 4 || sw.len() != 4) {
             return Err(KernelError::invalid(format!(
-                "dense Conv is 2-D: input {sx:?}, weights {sw:?}"
+                "dense Conv is 1-D or 2-D: input {sx:?}, weights {sw:?}"
             )));
         }
-        let (nb, cin, h, wd) = (sx[0], sx[1], sx[2], sx[3]);
-        let (cout, cin_g, kh, kw) = (sw[0], sw[1], sw[2], sw[3]);
+        let (nb, cin, h, wd) = if one_d {
+            (sx[0], sx[1], 1, sx[2])
+        } else {
+            (sx[0], sx[1], sx[2], sx[3])
+        };
+        let (cout, cin_g, kh, kw) = if one_d {
+            (sw[0], sw[1], 1, sw[2])
+        } else {
+            (sw[0], sw[1], sw[2], sw[3])
+        };
         let grp = self.group;
         if cin != cin_g * grp || cout % grp != 0 {
             return Err(KernelError::invalid(format!(
                 "Conv: input channels {cin}, weights {sw:?}, group {grp} do not fit"
             )));
         }
-        let geo = self.window.resolve(&[h, wd], Some(&[kh, kw]))?;
-        let g = DwGeometry {
-            h,
-            w: wd,
-            kh,
-            kw,
-            stride_h: geo.strides[0],
-            stride_w: geo.strides[1],
-            dil_h: geo.dilations[0],
-            dil_w: geo.dilations[1],
-            pad_top: geo.pads_begin[0],
-            pad_left: geo.pads_begin[1],
-            oh: geo.out[0],
-            ow: geo.out[1],
+        let g = if one_d {
+            let geo = self.window.resolve(&[wd], Some(&[kw]))?;
+            DwGeometry {
+                h: 1,
+                w: wd,
+                kh: 1,
+                kw,
+                stride_h: 1,
+                stride_w: geo.strides[0],
+                dil_h: 1,
+                dil_w: geo.dilations[0],
+                pad_top: 0,
+                pad_left: geo.pads_begin[0],
+                oh: 1,
+                ow: geo.out[0],
+            }
+        } else {
+            let geo = self.window.resolve(&[h, wd], Some(&[kh, kw]))?;
+            DwGeometry {
+                h,
+                w: wd,
+                kh,
+                kw,
+                stride_h: geo.strides[0],
+                stride_w: geo.strides[1],
+                dil_h: geo.dilations[0],
+                dil_w: geo.dilations[1],
+                pad_top: geo.pads_begin[0],
+                pad_left: geo.pads_begin[1],
+                oh: geo.out[0],
+                ow: geo.out[1],
+            }
         };
         let cout_g = cout / grp;
         let kk = cin_g * kh * kw;
@@ -585,7 +614,11 @@ impl Kernel for ConvKernel {
             }
             None => None,
         };
-        let out_shape = [nb, cout, g.oh, g.ow];
+        let out_shape: &[usize] = if one_d {
+            &[nb, cout, g.ow]
+        } else {
+            &[nb, cout, g.oh, g.ow]
+        };
         let z = match ctx.opt_input(3)? {
             Some(t) if t.shape() != out_shape => {
                 return Err(KernelError::invalid(format!(
@@ -599,7 +632,7 @@ impl Kernel for ConvKernel {
         let xv = f32s(&x, "X")?;
         let wv = f32s(&w, "W")?;
         let threads = ctx.threads();
-        let out = ctx.output::<f32>(0, &out_shape)?;
+        let out = ctx.output::<f32>(0, out_shape)?;
         if ohw == 0 || cout == 0 {
             return Ok(());
         }

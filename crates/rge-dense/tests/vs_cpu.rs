@@ -144,7 +144,7 @@ prop_compose! {
         n in 1usize..3, cin_g in 1usize..5, cout_g in 1usize..5, groups in 1usize..4,
         depthwise in any::<bool>(), h in 1usize..14, w in 1usize..14, k in 1usize..6,
         stride in 1usize..4, dil in 1usize..3, pad in 0usize..3, auto in 0usize..4,
-        bias in any::<bool>(), seed in any::<u64>()
+        bias in any::<bool>(), one_d in prop::bool::weighted(0.25), seed in any::<u64>()
     ) -> Case {
         let (cin_g, cout_g) = if depthwise { (1, 1) } else { (cin_g, cout_g) };
         let groups = if depthwise { cin_g.max(groups) + 1 } else { groups };
@@ -154,17 +154,26 @@ prop_compose! {
         let (h, w) = (h.max(reach), w.max(reach));
         let mut attrs = AttrMap::new();
         attrs.set("group", groups as i64);
-        attrs.set("strides", ints(&[stride, stride]));
-        attrs.set("dilations", ints(&[dil, dil]));
+        // 1-D convolutions: one spatial dim (the width).
+        let spatial = if one_d { 1 } else { 2 };
+        attrs.set("strides", ints(&vec![stride; spatial]));
+        attrs.set("dilations", ints(&vec![dil; spatial]));
+        let pads = [pad, pad + 1 - (pad % 2), pad, pad];
+        let pads = if one_d { vec![pads[1], pads[2]] } else { pads.to_vec() };
         match auto {
-            0 => attrs.set("pads", ints(&[pad, pad + 1 - (pad % 2), pad, pad])),
+            0 => attrs.set("pads", ints(&pads)),
             1 => attrs.set("auto_pad", "SAME_UPPER"),
             2 => attrs.set("auto_pad", "SAME_LOWER"),
             _ => attrs.set("auto_pad", "VALID"),
         };
+        let (x, wt) = if one_d {
+            (vec![n, cin, w], vec![cout, cin_g, k])
+        } else {
+            (vec![n, cin, h, w], vec![cout, cin_g, k, k])
+        };
         let inputs = vec![
-            Some(tensor(&[n, cin, h, w], seed)),
-            Some(tensor(&[cout, cin_g, k, k], seed ^ 1)),
+            Some(tensor(&x, seed)),
+            Some(tensor(&wt, seed ^ 1)),
             bias.then(|| tensor(&[cout], seed ^ 2)),
         ];
         Case { op: "Conv", attrs, inputs }
