@@ -1,5 +1,5 @@
 //! The `dense` engine (the seed's AIcoreEngine, cost 1): its attributes, kernel definitions
-//! and optimizer. It claims f32 MatMul, Gemm and 1-D/2-D Conv (every padding mode, groups,
+//! and optimizer. It claims f32 MatMul, Gemm, 1-D/2-D Conv and 1-D/2-D/3-D ConvTranspose (every padding mode, groups,
 //! depthwise, dilations) and the fused forms its optimizer makes (`ai.rge` FusedConv and
 //! FusedMatMul); everything else falls to the next engine by cost (`cpu`, the reference).
 
@@ -10,7 +10,7 @@ use rge_ir::OpDesc;
 use rge_kernels::{DType, KernelDef, KernelSet, PortDef, TypeSet};
 
 use crate::fuse::{DenseFusion, RGE_DOMAIN};
-use crate::kernels;
+use crate::{conv_transpose, kernels};
 
 /// The engine's name.
 pub const DENSE: &str = "dense";
@@ -26,6 +26,15 @@ fn conv_2d(op: &OpDesc) -> Result<(), String> {
         Some(r) => Err(format!(
             "dense runs 1-D and 2-D convolutions; the weights have rank {r}"
         )),
+        None => Err("the weights' rank is unknown".into()),
+    }
+}
+
+/// ConvTranspose that the dense kernel runs: weights of rank 3 or more (1-D, 2-D, 3-D).
+fn conv_transpose_nd(op: &OpDesc) -> Result<(), String> {
+    match op.input(1).and_then(|d| d.shape().rank()) {
+        Some(r) if r >= 3 => Ok(()),
+        Some(r) => Err(format!("ConvTranspose weights of rank {r}")),
         None => Err("the weights' rank is unknown".into()),
     }
 }
@@ -52,6 +61,17 @@ pub fn kernel_set() -> KernelSet {
             .inputs(ports(3))
             .outputs(ports(1))
             .with_check(conv_2d),
+    );
+    set.add(
+        KernelDef::new(
+            "dense.ConvTranspose",
+            "ConvTranspose",
+            conv_transpose::create_conv_transpose,
+        )
+        .with_prepare(conv_transpose::prepare_conv_transpose)
+        .inputs(ports(3))
+        .outputs(ports(1))
+        .with_check(conv_transpose_nd),
     );
     set.add(
         KernelDef::new("dense.FusedConv", "FusedConv", kernels::create_conv)

@@ -13,7 +13,7 @@ use crate::gemm::{
     PackedB,
 };
 
-fn gemm_err(e: GemmError) -> KernelError {
+pub(crate) fn gemm_err(e: GemmError) -> KernelError {
     KernelError::invalid(e.to_string())
 }
 
@@ -48,7 +48,7 @@ fn activation(init: &KernelInit<'_>) -> KernelResult<Activation> {
     })
 }
 
-fn f32s<'a>(t: &TensorRef<'a>, what: &str) -> KernelResult<&'a [f32]> {
+pub(crate) fn f32s<'a>(t: &TensorRef<'a>, what: &str) -> KernelResult<&'a [f32]> {
     t.as_slice::<f32>()
         .map_err(|e| KernelError::invalid(format!("{what}: {e}")))
 }

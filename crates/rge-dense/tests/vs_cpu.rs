@@ -1,5 +1,6 @@
 //! The dense kernels against the `cpu` engine's (the reference, rge-kernels-nn) on random
-//! shapes: Conv (groups, depthwise, strides, dilations, pads, auto_pad, bias), MatMul (batch
+//! shapes: Conv (1-D and 2-D; groups, depthwise, strides, dilations, pads, auto_pad, bias),
+//! ConvTranspose (1-D to 3-D; output padding and shape), MatMul (batch
 //! broadcasting, 1-D operands), Gemm (transposes, alpha, beta, every form of C), each with
 //! constant weights (packed when built) and computed ones, and the fused epilogues against the
 //! reference followed by the same bias, residual and activation. Max relative error 1e-4.
@@ -181,6 +182,46 @@ prop_compose! {
 }
 
 prop_compose! {
+    /// ConvTranspose in 1, 2 or 3 spatial dims: groups, strides, dilations, pads or auto_pad,
+    /// output padding or an output shape, bias.
+    fn conv_transpose_case()(
+        n in 1usize..3, cin_g in 1usize..4, cout_g in 1usize..4, groups in 1usize..3,
+        nd in 1usize..4, size in 1usize..7, k in 1usize..4, stride in 1usize..4,
+        dil in 1usize..3, pad in 0usize..2, mode in 0usize..4, bias in any::<bool>(),
+        seed in any::<u64>()
+    ) -> Case {
+        let (cin, cout) = (cin_g * groups, cout_g * groups);
+        let mut attrs = AttrMap::new();
+        attrs.set("group", groups as i64);
+        attrs.set("strides", ints(&vec![stride; nd]));
+        attrs.set("dilations", ints(&vec![dil; nd]));
+        let full = stride * (size - 1) + (k - 1) * dil + 1;
+        // Pads that leave at least one output element.
+        let pad = pad.min((full - 1) / 2);
+        match mode {
+            0 => attrs.set("pads", ints(&vec![pad; 2 * nd])),
+            // Output padding below the stride (the spec's rule), with pads.
+            1 => {
+                attrs.set("pads", ints(&vec![pad; 2 * nd]));
+                attrs.set("output_padding", ints(&vec![stride - 1; nd]))
+            }
+            2 => attrs.set("auto_pad", "SAME_UPPER"),
+            _ => attrs.set("output_shape", ints(&vec![full.saturating_sub(pad).max(1); nd])),
+        };
+        let mut x = vec![n, cin];
+        x.extend(std::iter::repeat_n(size, nd));
+        let mut w = vec![cin, cout_g];
+        w.extend(std::iter::repeat_n(k, nd));
+        let inputs = vec![
+            Some(tensor(&x, seed)),
+            Some(tensor(&w, seed ^ 1)),
+            bias.then(|| tensor(&[cout], seed ^ 2)),
+        ];
+        Case { op: "ConvTranspose", attrs, inputs }
+    }
+}
+
+prop_compose! {
     fn matmul_case()(
         m in 1usize..40, k in 1usize..70, n in 1usize..40, batch in 0usize..3,
         b_batched in any::<bool>(), one_d in 0usize..3, seed in any::<u64>()
@@ -229,6 +270,11 @@ proptest! {
     #[test]
     fn conv_matches_the_reference(c in conv_case()) {
         check(&c, rge_dense::kernels::create_conv).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn conv_transpose_matches_the_reference(c in conv_transpose_case()) {
+        check(&c, rge_dense::conv_transpose::create_conv_transpose).map_err(TestCaseError::fail)?;
     }
 
     #[test]

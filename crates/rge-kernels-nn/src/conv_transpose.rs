@@ -74,7 +74,22 @@ pub(crate) fn col2im_add<T: Gemm>(
     }
 }
 
-struct ConvTranspose {
+/// [`col2im_add`] on f32 (the dense engine's ConvTranspose scatters its GEMM's columns with it).
+pub fn col2im_add_f32(
+    col: &[f32],
+    channels: usize,
+    img_dims: &[usize],
+    grid: &[usize],
+    kernel: &[usize],
+    tables: &[Vec<isize>],
+    img: &mut [f32],
+) {
+    col2im_add(col, channels, img_dims, grid, kernel, tables, img)
+}
+
+/// ConvTranspose's attributes, parsed once; [`ConvTranspose::plan`] resolves them against the
+/// shapes of a run (shared with the dense engine's kernel).
+pub struct ConvTranspose {
     auto_pad: AutoPad,
     group: usize,
     kernel: Option<Vec<usize>>,
@@ -86,42 +101,57 @@ struct ConvTranspose {
 }
 
 pub(crate) fn create_conv_transpose(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let group = init.int_or("group", 1)?;
-    if group < 1 {
-        return Err(KernelError::attr("group", "must be ≥ 1"));
-    }
-    let strides = usize_list(init, "strides")?;
-    let dilations = usize_list(init, "dilations")?;
-    if strides.iter().chain(&dilations).any(|v| v.contains(&0)) {
-        return Err(KernelError::attr(
-            "strides",
-            "strides and dilations must be positive",
-        ));
-    }
-    Ok(Box::new(ConvTranspose {
-        auto_pad: AutoPad::parse(init)?,
-        group: group as usize,
-        kernel: usize_list(init, "kernel_shape")?,
-        strides,
-        dilations,
-        pads: init.ints_opt("pads")?.map(<[i64]>::to_vec),
-        output_padding: usize_list(init, "output_padding")?,
-        output_shape: usize_list(init, "output_shape")?,
-    }))
-}
-
-struct CtPlan {
-    n: usize,
-    c: usize,
-    m: usize,
-    input: Vec<usize>,
-    kernel: Vec<usize>,
-    out: Vec<usize>,
-    tables: Vec<Vec<isize>>,
+    Ok(Box::new(ConvTranspose::parse(init)?))
 }
 
 impl ConvTranspose {
-    fn plan(&self, xs: &[usize], ws: &[usize]) -> KernelResult<CtPlan> {
+    /// Parses and checks the attributes.
+    pub fn parse(init: &KernelInit<'_>) -> KernelResult<Self> {
+        let group = init.int_or("group", 1)?;
+        if group < 1 {
+            return Err(KernelError::attr("group", "must be ≥ 1"));
+        }
+        let strides = usize_list(init, "strides")?;
+        let dilations = usize_list(init, "dilations")?;
+        if strides.iter().chain(&dilations).any(|v| v.contains(&0)) {
+            return Err(KernelError::attr(
+                "strides",
+                "strides and dilations must be positive",
+            ));
+        }
+        Ok(ConvTranspose {
+            auto_pad: AutoPad::parse(init)?,
+            group: group as usize,
+            kernel: usize_list(init, "kernel_shape")?,
+            strides,
+            dilations,
+            pads: init.ints_opt("pads")?.map(<[i64]>::to_vec),
+            output_padding: usize_list(init, "output_padding")?,
+            output_shape: usize_list(init, "output_shape")?,
+        })
+    }
+
+    /// The group count.
+    pub fn group(&self) -> usize {
+        self.group
+    }
+}
+
+/// A ConvTranspose resolved against the shapes of a run: batch, input and output channels,
+/// spatial sizes and the col2im coordinate tables.
+pub struct CtPlan {
+    pub n: usize,
+    pub c: usize,
+    pub m: usize,
+    pub input: Vec<usize>,
+    pub kernel: Vec<usize>,
+    pub out: Vec<usize>,
+    pub tables: Vec<Vec<isize>>,
+}
+
+impl ConvTranspose {
+    /// Resolves pads and output sizes for input shape `xs` and weights `ws`.
+    pub fn plan(&self, xs: &[usize], ws: &[usize]) -> KernelResult<CtPlan> {
         let (n, c, input) = nc_spatial(xs, 3)?;
         let nd = input.len();
         let g = self.group;

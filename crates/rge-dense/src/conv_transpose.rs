@@ -1,0 +1,164 @@
+//! ConvTranspose (1-D, 2-D, 3-D; groups, strides, dilations, pads, output padding and shape):
+//! per image and group a GEMM `cols = W_gᵀ · X_g` on the packed SGEMM, with `W_gᵀ` packed once
+//! when the weights are constant, then the columns scatter-added into the output (col2im) and
+//! the bias added. The attribute and shape rules are the reference kernel's
+//! (`rge_kernels_nn::ConvTranspose`), so both engines agree on every output size.
+
+use rge_ir::AttrValue;
+use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
+use rge_kernels_nn::{col2im_add_f32, ConvTranspose, CtPlan};
+
+use crate::gemm::{self, AOperand, BOperand, Epilogue, GemmParams, PackedA};
+use crate::kernels::{f32s, gemm_err, PACKED_W_ATTR};
+
+/// The dense ConvTranspose kernel.
+pub struct ConvTransposeKernel {
+    attrs: ConvTranspose,
+    /// `W_gᵀ` (`(M/g)·prod(kernel)` × `C/g`) packed per group, when W is a constant.
+    packed: Option<Vec<PackedA>>,
+}
+
+/// `W_gᵀ` of each group, packed: W is `[C, M/g, k…]`, so group g's rows `C/g` form a
+/// `(C/g) × rows` row-major matrix whose transpose is the GEMM's A.
+fn pack_weights(init: &KernelInit<'_>, group: usize) -> KernelResult<Option<Vec<PackedA>>> {
+    let Some(w) = init.constant(1) else {
+        return Ok(None);
+    };
+    let s = w.shape();
+    if s.len() < 3 || s[0] % group != 0 {
+        return Ok(None);
+    }
+    let (cg, rows) = (s[0] / group, s[1..].iter().product::<usize>());
+    let data = w.as_slice::<f32>()?;
+    (0..group)
+        .map(|g| {
+            PackedA::pack(
+                &data[g * cg * rows..(g + 1) * cg * rows],
+                rows,
+                cg,
+                rows,
+                true,
+            )
+            .map_err(gemm_err)
+        })
+        .collect::<KernelResult<Vec<_>>>()
+        .map(Some)
+}
+
+/// Compile time (CompileOp): the packed `W_gᵀ` of each group, kept on the op.
+pub fn prepare_conv_transpose(init: &KernelInit<'_>) -> KernelResult<Vec<(String, AttrValue)>> {
+    let group = ConvTranspose::parse(init)?.group();
+    Ok(pack_weights(init, group)?
+        .map(|v| {
+            let bytes = v.iter().map(|p| p.as_bytes().to_vec()).collect();
+            vec![(PACKED_W_ATTR.to_string(), AttrValue::ListBytes(bytes))]
+        })
+        .unwrap_or_default())
+}
+
+/// Builds the kernel.
+pub fn create_conv_transpose(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let attrs = ConvTranspose::parse(init)?;
+    let group = attrs.group();
+    let packed = match init.attrs.get(PACKED_W_ATTR) {
+        Some(AttrValue::ListBytes(v)) if v.len() == group => Some(
+            v.iter()
+                .map(|b| PackedA::from_bytes(b))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| KernelError::attr(PACKED_W_ATTR, e.to_string()))?,
+        ),
+        Some(_) => {
+            return Err(KernelError::attr(
+                PACKED_W_ATTR,
+                format!("not a list of {group} packed weights"),
+            ))
+        }
+        None => pack_weights(init, group)?,
+    };
+    Ok(Box::new(ConvTransposeKernel { attrs, packed }))
+}
+
+impl Kernel for ConvTransposeKernel {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let x = ctx.input(0)?;
+        let w = ctx.input(1)?;
+        let p = self.attrs.plan(x.shape(), w.shape())?;
+        let bias = ctx.opt_input(2)?.map(|b| f32s(&b, "B")).transpose()?;
+        if bias.is_some_and(|b| b.len() != p.m) {
+            return Err(KernelError::invalid(format!(
+                "ConvTranspose: a bias of {} values for {} output channels",
+                bias.map_or(0, <[f32]>::len),
+                p.m
+            )));
+        }
+        let (xv, wv) = (f32s(&x, "X")?, f32s(&w, "W")?);
+        let mut shape = vec![p.n, p.m];
+        shape.extend_from_slice(&p.out);
+        let threads = ctx.threads();
+        let y = ctx.output::<f32>(0, &shape)?;
+        self.run(&p, xv, wv, bias, y, threads)
+    }
+}
+
+impl ConvTransposeKernel {
+    fn run(
+        &self,
+        p: &CtPlan,
+        x: &[f32],
+        w: &[f32],
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+        threads: usize,
+    ) -> KernelResult<()> {
+        let g = self.attrs.group();
+        let (cg, mg) = (p.c / g, p.m / g);
+        let insz: usize = p.input.iter().product();
+        let ksz: usize = p.kernel.iter().product();
+        let outsz: usize = p.out.iter().product();
+        let rows = mg * ksz;
+        if x.len() != p.n * p.c * insz || w.len() != p.c * rows || y.len() != p.n * p.m * outsz {
+            return Err(KernelError::invalid(
+                "ConvTranspose: operand sizes do not fit the shapes",
+            ));
+        }
+        if y.is_empty() {
+            return Ok(());
+        }
+        let mut col = vec![0.0f32; rows * insz];
+        for ni in 0..p.n {
+            for gi in 0..g {
+                let xs = &x[(ni * p.c + gi * cg) * insz..][..cg * insz];
+                let a = match &self.packed {
+                    Some(pw) if pw[gi].m() == rows && pw[gi].k() == cg => AOperand::Packed(&pw[gi]),
+                    _ => AOperand::Raw {
+                        data: &w[gi * cg * rows..][..cg * rows],
+                        ld: rows,
+                        trans: true,
+                    },
+                };
+                let b = BOperand::Raw {
+                    data: xs,
+                    ld: insz,
+                    trans: false,
+                };
+                if insz > 0 && cg > 0 {
+                    let params = GemmParams::new(rows, insz, cg);
+                    gemm::sgemm(&params, a, b, &mut col, insz, &Epilogue::NONE, threads)
+                        .map_err(gemm_err)?;
+                } else {
+                    col.fill(0.0);
+                }
+                let yo = &mut y[(ni * p.m + gi * mg) * outsz..][..mg * outsz];
+                yo.fill(0.0);
+                col2im_add_f32(&col, mg, &p.out, &p.input, &p.kernel, &p.tables, yo);
+                if let Some(b) = bias {
+                    for (mi, row) in yo.chunks_mut(outsz.max(1)).enumerate() {
+                        let bv = b[gi * mg + mi];
+                        row.iter_mut().for_each(|v| *v += bv);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
