@@ -149,16 +149,83 @@ impl ConvTransposeKernel {
                     col.fill(0.0);
                 }
                 let yo = &mut y[(ni * p.m + gi * mg) * outsz..][..mg * outsz];
-                yo.fill(0.0);
-                col2im_add_f32(&col, mg, &p.out, &p.input, &p.kernel, &p.tables, yo);
-                if let Some(b) = bias {
-                    for (mi, row) in yo.chunks_mut(outsz.max(1)).enumerate() {
-                        let bv = b[gi * mg + mi];
-                        row.iter_mut().for_each(|v| *v += bv);
-                    }
+                // Each output channel starts at its bias, then takes the columns' sums.
+                for (mi, row) in yo.chunks_mut(outsz.max(1)).enumerate() {
+                    row.fill(bias.map_or(0.0, |b| b[gi * mg + mi]));
+                }
+                if p.input.len() <= 2 {
+                    col2im_2d(&col, mg, p, yo);
+                } else {
+                    col2im_add_f32(&col, mg, &p.out, &p.input, &p.kernel, &p.tables, yo);
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// The valid run of one kernel offset along a dim: the first grid position whose image
+/// coordinate is inside, how many follow, the first coordinate and the step between them
+/// (coordinates grow by the stride along the grid, so the valid ones are one run).
+fn valid_run(table: &[isize]) -> Option<(usize, usize, usize, usize)> {
+    let first = table.iter().position(|&c| c >= 0)?;
+    let count = table[first..].iter().take_while(|&&c| c >= 0).count();
+    let step = if count > 1 {
+        (table[first + 1] - table[first]) as usize
+    } else {
+        1
+    };
+    Some((first, count, table[first] as usize, step))
+}
+
+/// col2im for 1-D and 2-D: per channel and kernel offset, each input row adds into one output
+/// row at a fixed step, with the bounds found once per row (no test per element). The sums of
+/// the reference's table walk, in its order, after the bias.
+fn col2im_2d(col: &[f32], channels: usize, p: &CtPlan, img: &mut [f32]) {
+    let two_d = p.input.len() == 2;
+    let (h, w) = if two_d {
+        (p.input[0], p.input[1])
+    } else {
+        (1, p.input[0])
+    };
+    let (kh, kw) = if two_d {
+        (p.kernel[0], p.kernel[1])
+    } else {
+        (1, p.kernel[0])
+    };
+    let (oh, ow) = if two_d {
+        (p.out[0], p.out[1])
+    } else {
+        (1, p.out[0])
+    };
+    let xt = &p.tables[p.input.len() - 1];
+    let (insz, outsz) = (h * w, oh * ow);
+    for c in 0..channels {
+        let dst = &mut img[c * outsz..][..outsz];
+        for ki in 0..kh {
+            for kj in 0..kw {
+                let Some((ix0, n, ox0, sx)) = valid_run(&xt[kj * w..][..w]) else {
+                    continue;
+                };
+                let src_plane = &col[((c * kh + ki) * kw + kj) * insz..][..insz];
+                for iy in 0..h {
+                    let oy = if two_d { p.tables[0][ki * h + iy] } else { 0 };
+                    if oy < 0 {
+                        continue;
+                    }
+                    let src = &src_plane[iy * w + ix0..][..n];
+                    let row = &mut dst[oy as usize * ow..][..ow];
+                    if sx == 1 {
+                        for (o, &v) in row[ox0..ox0 + n].iter_mut().zip(src) {
+                            *o += v;
+                        }
+                    } else {
+                        for (k, &v) in src.iter().enumerate() {
+                            row[ox0 + k * sx] += v;
+                        }
+                    }
+                }
+            }
+        }
     }
 }
