@@ -1,7 +1,8 @@
 """The whole compile at scale: `rge compile` (file → compiled model written to disk) beside
 onnxruntime's session creation (optimizations off and all) and OpenVINO's compile_model, on the
 random elementwise DAGs of bench/random_dag.py, in one run. Prints seconds and peak memory
-(max RSS of the process) per tool, medians of --runs, and rge's ratio to each peer.
+(max RSS of the process) per tool, medians of --runs, rge's ratio to each peer, and the time
+of each rge stage (parse, the compile stages, lower, save).
 
 usage: compile_scale.py --rge BIN [--nodes 10000,30000,100000] [--runs 3]
 """
@@ -78,6 +79,11 @@ def main():
             m = max(r[1] for r in rows)
             print(f"{'':>7} {name:<34} {s:>8.2f} {m:>8.0f} {rs / s:>15.2f} {rm / m:>7.2f}")
         print(f"{'':>7} plan: {plan}")
+        # One more compile with the stage log: where the time goes.
+        log = subprocess.run([a.rge, "compile", model, "-o", out, "-v"], capture_output=True,
+                             text=True).stderr
+        stages = [l.split()[2:4] for l in log.splitlines() if l.startswith("rge: stage ")]
+        print(f"{'':>7} stages (ms): " + ", ".join(f"{n} {float(ms):.0f}" for n, ms in stages))
 
 
 if __name__ == "__main__":

@@ -242,7 +242,17 @@ impl Session {
         if let Some(a) = compiled.graph.graph_attrs_mut(compiled.graph.root()) {
             a.remove(rge_engine::SKIP_PREPARE_ATTR);
         }
-        self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len())
+        // Lowering and memory planning, logged like the compile stages.
+        let start = std::time::Instant::now();
+        let model =
+            self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len());
+        if self.engines.options().verbose || rge_compiler::stages::log_enabled_by_env() {
+            eprintln!(
+                "{}",
+                rge_compiler::stages::stage_log_line("lower", start.elapsed())
+            );
+        }
+        model
     }
 
     /// A session with the same options, engines and thread pool, and no graphs (what a

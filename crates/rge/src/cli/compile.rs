@@ -24,8 +24,21 @@ pub fn run_with_shapes(
 ) -> CliResult {
     // The compiled model keeps the kernels' compile-time state (prepacked weights).
     let s = super::run::session_keeping(ExecutorKind::Sequential, Some(1), engines, true)?;
+    let log = engines.verbose || rge_compiler::stages::log_enabled_by_env();
+    let timed = |name: &str, start: std::time::Instant| {
+        if log {
+            eprintln!(
+                "{}",
+                rge_compiler::stages::stage_log_line(name, start.elapsed())
+            );
+        }
+    };
+    let start = std::time::Instant::now();
     let m = super::shape_args::build_once(&s, input, shapes)?;
+    timed("total_build", start);
+    let start = std::time::Instant::now();
     save_model(&m, output).map_err(|e| CliError::new(e.to_string()))?;
+    timed("save", start);
     let plan = m.plan();
     Ok(format!(
         "{} -> {}: {} steps, {} streams, {} events, arena {} bytes (lower bound {}, {} in place, {} views)\n",

@@ -266,7 +266,12 @@ pub fn build_once(s: &Session, path: &Path, shapes: &[String]) -> Result<Arc<Mod
         no_shapes_for_compiled(path, shapes)?;
         return Ok(s.load_model(path)?);
     }
+    let start = std::time::Instant::now();
     let g = load_graph(path, shapes)?;
+    if s.engines().options().verbose || rge_compiler::stages::log_enabled_by_env() {
+        let line = rge_compiler::stages::stage_log_line("parse", start.elapsed());
+        eprintln!("{line}");
+    }
     s.compile_graph(g)
         .map(Arc::new)
         .map_err(|e| CliError::new(format!("{}: {e}", path.display())))
