@@ -1,5 +1,5 @@
 //! The `dense` engine (the seed's AIcoreEngine, cost 1): its attributes, kernel definitions
-//! and optimizer. It claims f32 MatMul, Gemm, 1-D/2-D Conv and 1-D/2-D/3-D ConvTranspose (every padding mode, groups,
+//! and optimizer. It claims f32 MatMul, Gemm, 1-D/2-D Conv, 1-D/2-D/3-D ConvTranspose, Einsum's GEMM patterns (every padding mode, groups,
 //! depthwise, dilations) and the fused forms its optimizer makes (`ai.rge` FusedConv and
 //! FusedMatMul); everything else falls to the next engine by cost (`cpu`, the reference).
 
@@ -10,7 +10,7 @@ use rge_ir::OpDesc;
 use rge_kernels::{DType, KernelDef, KernelSet, PortDef, TypeSet};
 
 use crate::fuse::{DenseFusion, RGE_DOMAIN};
-use crate::{conv_transpose, kernels};
+use crate::{conv_transpose, einsum, kernels};
 
 /// The engine's name.
 pub const DENSE: &str = "dense";
@@ -72,6 +72,12 @@ pub fn kernel_set() -> KernelSet {
         .inputs(ports(3))
         .outputs(ports(1))
         .with_check(conv_transpose_nd),
+    );
+    set.add(
+        KernelDef::new("dense.Einsum", "Einsum", einsum::create_einsum)
+            .inputs(ports(2))
+            .outputs(ports(1))
+            .with_check(einsum::check),
     );
     set.add(
         KernelDef::new("dense.FusedConv", "FusedConv", kernels::create_conv)

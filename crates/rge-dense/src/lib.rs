@@ -9,6 +9,7 @@ compile_error!(
 
 pub mod conv_transpose;
 pub mod depthwise;
+pub mod einsum;
 pub mod engine;
 pub mod fuse;
 pub mod gemm;

@@ -1,6 +1,6 @@
 //! The dense kernels against the `cpu` engine's (the reference, rge-kernels-nn) on random
 //! shapes: Conv (1-D and 2-D; groups, depthwise, strides, dilations, pads, auto_pad, bias),
-//! ConvTranspose (1-D to 3-D; output padding and shape), MatMul (batch
+//! ConvTranspose (1-D to 3-D; output padding and shape), Einsum's GEMM patterns, MatMul (batch
 //! broadcasting, 1-D operands), Gemm (transposes, alpha, beta, every form of C), each with
 //! constant weights (packed when built) and computed ones, and the fused epilogues against the
 //! reference followed by the same bias, residual and activation. Max relative error 1e-4.
@@ -221,6 +221,41 @@ prop_compose! {
     }
 }
 
+/// `v` shuffled by `seed` (Fisher–Yates on a small LCG).
+fn shuffled(mut v: Vec<u8>, mut seed: u64) -> Vec<u8> {
+    for i in (1..v.len()).rev() {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        v.swap(i, (seed >> 33) as usize % (i + 1));
+    }
+    v
+}
+
+prop_compose! {
+    /// Einsum's GEMM patterns: batch, m, n and k labels (0–2 each), each operand and the
+    /// output in a random label order.
+    fn einsum_case()(
+        counts in prop::array::uniform4(0usize..3), dims in prop::array::uniform8(1usize..5),
+        order in any::<u64>(), seed in any::<u64>()
+    ) -> Case {
+        let mut next = b'a';
+        let mut group = |n: usize| -> Vec<u8> { (0..n).map(|_| { next += 1; next - 1 }).collect() };
+        let (bt, m, n, k) = (group(counts[0]), group(counts[1]), group(counts[2]), group(counts[3]));
+        let a = shuffled([&bt[..], &m, &k].concat(), order);
+        let b = shuffled([&bt[..], &k, &n].concat(), order ^ 1);
+        let out = shuffled([&bt[..], &m, &n].concat(), order ^ 2);
+        let dim = |c: &u8| dims[(c - b'a') as usize];
+        let eq = |t: &[u8]| String::from_utf8(t.to_vec()).unwrap();
+        let mut attrs = AttrMap::new();
+        attrs.set("equation", format!("{},{}->{}", eq(&a), eq(&b), eq(&out)).as_str());
+        let sa: Vec<usize> = a.iter().map(dim).collect();
+        let sb: Vec<usize> = b.iter().map(dim).collect();
+        let inputs = vec![Some(tensor(&sa, seed)), Some(tensor(&sb, seed ^ 1))];
+        Case { op: "Einsum", attrs, inputs }
+    }
+}
+
 prop_compose! {
     fn matmul_case()(
         m in 1usize..40, k in 1usize..70, n in 1usize..40, batch in 0usize..3,
@@ -275,6 +310,11 @@ proptest! {
     #[test]
     fn conv_transpose_matches_the_reference(c in conv_transpose_case()) {
         check(&c, rge_dense::conv_transpose::create_conv_transpose).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn einsum_matches_the_reference(c in einsum_case()) {
+        check(&c, rge_dense::einsum::create_einsum).map_err(TestCaseError::fail)?;
     }
 
     #[test]
