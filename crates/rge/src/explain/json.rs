@@ -9,7 +9,8 @@ use super::report::{
 
 impl ExplainReport {
     /// The report as one object: `model`, `nodes`, `edges`, `partitions`, `engines` (counted
-    /// from the nodes, [`ExplainReport::engine_summary`]), `transfers`.
+    /// from the nodes, [`ExplainReport::engine_summary`]), `transfers`, `passes` (the graph
+    /// optimizations).
     pub fn to_json(&self) -> Value {
         json!({
             "model": self.model,
@@ -18,6 +19,13 @@ impl ExplainReport {
             "partitions": self.partitions.iter().map(partition_json).collect::<Vec<_>>(),
             "engines": self.engine_summary().iter().map(engine_json).collect::<Vec<_>>(),
             "transfers": self.transfers.iter().map(transfer_json).collect::<Vec<_>>(),
+            "passes": self.passes.iter().map(|p| json!({
+                "name": p.name,
+                "level": p.level,
+                "rewrites": p.rewrites,
+                "nodes_before": p.nodes_before,
+                "nodes_after": p.nodes_after,
+            })).collect::<Vec<_>>(),
         })
     }
 }
