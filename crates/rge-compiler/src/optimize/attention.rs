@@ -7,7 +7,7 @@
 //! `Kᵀ` is usually a `Transpose` of K's heads; the fused op reads K itself, so that Transpose
 //! is replaced by one with the last two axes swapped back (or dropped when that is the
 //! identity); any other `Kᵀ` gets a new `Transpose` of its last two axes. The mask must
-//! broadcast to the scores' shape. Near misses (softmax over another axis, a non-constant
+//! broadcast to the scores' shape and have rank 1 to 4 (what the op takes). Near misses (softmax over another axis, a non-constant
 //! scale, an inner value read elsewhere, another rank or type) are left as they are.
 
 use rge_ir::{AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OutAnchor, Outlet};
@@ -48,7 +48,8 @@ fn f32_rank4(g: &ComputeGraph, a: OutAnchor) -> Option<Vec<i64>> {
 
 /// Whether `mask` dims broadcast (right-aligned) to `to`.
 fn broadcasts(mask: &[i64], to: &[i64]) -> bool {
-    mask.len() <= to.len()
+    !mask.is_empty()
+        && mask.len() <= to.len()
         && mask
             .iter()
             .rev()

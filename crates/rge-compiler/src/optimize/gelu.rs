@@ -13,7 +13,7 @@ use rge_ir::{ComputeGraph, DataType, NodeId, OutAnchor};
 
 use super::util::{
     fused_op, is_op, near, other_input, out_desc, out_dtype, producer, removable, replace_pattern,
-    root_nodes, scalar_operand, single_reader,
+    root_nodes, scalar_operand, single_reader, NewOp,
 };
 use super::{OptLevel, OptPass};
 
@@ -164,24 +164,20 @@ impl OptPass for GeluFusion {
             };
             nodes.extend(outer);
             nodes.push(last);
-            let gid = g.root();
             let x_desc = out_desc(g, x).cloned().unwrap_or_default();
             let out = g
                 .op(last)
                 .and_then(|o| o.output(0))
                 .cloned()
                 .ok_or("stale node")?;
-            let mut op = fused_op(
-                g,
-                gid,
-                &format!("{}_gelu", g.name_of(last)),
-                "Gelu",
-                Some(20),
-                &[("X", x_desc)],
+            let spec = NewOp {
+                base: format!("{}_gelu", g.name_of(last)),
+                op_type: "Gelu",
+                opset: 20,
+                inputs: vec![("X", x_desc)],
                 out,
-                self.name(),
-                &nodes,
-            )?;
+            };
+            let mut op = fused_op(g, spec, self.name(), &nodes)?;
             op.attrs_mut().set("approximate", approximate);
             if replace_pattern(g, &nodes, last, op, &[Some(x)])? {
                 done += 1;

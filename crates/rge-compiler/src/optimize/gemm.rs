@@ -10,7 +10,7 @@ use rge_ir::{ComputeGraph, DataType};
 
 use super::util::{
     fused_op, is_op, known_dims, other_input, out_desc, out_dtype, producer, removable,
-    replace_pattern, root_nodes, single_reader,
+    replace_pattern, root_nodes, single_reader, NewOp,
 };
 use super::{OptLevel, OptPass, Phase};
 
@@ -76,19 +76,15 @@ impl OptPass for GemmFusion {
                 .cloned()
                 .ok_or("stale node")?;
             let d = |x| out_desc(g, x).cloned().unwrap_or_default();
-            let gid = g.root();
             let nodes = [mm, add];
-            let op = fused_op(
-                g,
-                gid,
-                &format!("{}_gemm", g.name_of(mm)),
-                "Gemm",
-                Some(13),
-                &[("A", d(a)), ("B", d(b)), ("C", d(c))],
+            let spec = NewOp {
+                base: format!("{}_gemm", g.name_of(mm)),
+                op_type: "Gemm",
+                opset: 13,
+                inputs: vec![("A", d(a)), ("B", d(b)), ("C", d(c))],
                 out,
-                self.name(),
-                &nodes,
-            )?;
+            };
+            let op = fused_op(g, spec, self.name(), &nodes)?;
             if replace_pattern(g, &nodes, add, op, &[Some(a), Some(b), Some(c)])? {
                 done += 1;
             }

@@ -13,6 +13,7 @@ use rge_ir::{ComputeGraph, DataType, NodeId, OutAnchor};
 use super::util::{
     const_tensor, fused_op, input_const, input_scalar, int_values, is_op, onnx_op, out_desc,
     out_dtype, producer, rank_of, readers, removable, replace_pattern, root_nodes, single_reader,
+    NewOp,
 };
 use super::{OptLevel, OptPass};
 
@@ -182,18 +183,14 @@ impl OptPass for LayerNormFusion {
                 .and_then(|o| o.output(0))
                 .cloned()
                 .ok_or("stale node")?;
-            let gid = g.root();
-            let mut op = fused_op(
-                g,
-                gid,
-                &format!("{}_layernorm", g.name_of(last)),
-                "LayerNormalization",
-                Some(17),
-                &ins,
+            let spec = NewOp {
+                base: format!("{}_layernorm", g.name_of(last)),
+                op_type: "LayerNormalization",
+                opset: 17,
+                inputs: ins,
                 out,
-                self.name(),
-                &nodes,
-            )?;
+            };
+            let mut op = fused_op(g, spec, self.name(), &nodes)?;
             op.attrs_mut().set("axis", axis as i64);
             op.attrs_mut().set("epsilon", eps as f32);
             if replace_pattern(g, &nodes, last, op, &[Some(x), Some(gamma), beta])? {

@@ -6,7 +6,7 @@ use rge_ir::{ComputeGraph, DataType};
 
 use super::util::{
     fused_op, is_op, other_input, out_desc, out_dtype, producer, removable, replace_pattern,
-    root_nodes, single_reader,
+    root_nodes, single_reader, NewOp,
 };
 use super::{OptLevel, OptPass};
 
@@ -37,7 +37,6 @@ impl OptPass for SiluFusion {
             if !is_op(g, m, "Mul") || other_input(g, m, s.out(0)).is_none_or(|(_, o)| o != x) {
                 continue;
             }
-            let gid = g.root();
             let x_desc = out_desc(g, x).cloned().unwrap_or_default();
             let out = g
                 .op(m)
@@ -48,17 +47,14 @@ impl OptPass for SiluFusion {
                 continue;
             }
             let nodes = [s, m];
-            let mut op = fused_op(
-                g,
-                gid,
-                &format!("{}_silu", g.name_of(m)),
-                "Swish",
-                Some(24),
-                &[("X", x_desc)],
+            let spec = NewOp {
+                base: format!("{}_silu", g.name_of(m)),
+                op_type: "Swish",
+                opset: 24,
+                inputs: vec![("X", x_desc)],
                 out,
-                self.name(),
-                &nodes,
-            )?;
+            };
+            let mut op = fused_op(g, spec, self.name(), &nodes)?;
             op.attrs_mut().set("alpha", 1.0f32);
             if replace_pattern(g, &nodes, m, op, &[Some(x)])? {
                 done += 1;

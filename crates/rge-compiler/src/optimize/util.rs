@@ -239,27 +239,31 @@ pub fn unique_name(g: &ComputeGraph, gid: GraphId, base: &str, taken: &HashSet<S
         .unwrap_or_else(|| base.to_string())
 }
 
-/// A new op `op_type` (`domain`, `opset`) named after `base`, with `inputs` descs, one output
-/// of `out` (the desc of the value it takes over, graph-output name included), recording the
-/// pass and the nodes it replaces.
+/// A new op the fusion passes make: `op_type` of `opset`, named after `base`, with `inputs`
+/// descs and one output of `out` (the desc of the value it takes over, graph-output name
+/// included).
+pub struct NewOp<'a> {
+    pub base: String,
+    pub op_type: &'a str,
+    pub opset: i64,
+    pub inputs: Vec<(&'a str, TensorDesc)>,
+    pub out: TensorDesc,
+}
+
+/// The op of `spec`, recording the pass and the nodes it replaces ([`REWRITE_ATTR`]).
 pub fn fused_op(
     g: &ComputeGraph,
-    gid: GraphId,
-    base: &str,
-    op_type: &str,
-    opset: Option<i64>,
-    inputs: &[(&str, TensorDesc)],
-    out: TensorDesc,
+    spec: NewOp<'_>,
     pass: &str,
     replaced: &[NodeId],
 ) -> Result<OpDesc, String> {
-    let name = unique_name(g, gid, base, &HashSet::new());
-    let mut op = OpDesc::new(name, op_type);
-    op.set_opset(opset);
-    for (n, d) in inputs {
-        op.add_input(n, d.clone()).map_err(|e| e.to_string())?;
+    let name = unique_name(g, g.root(), &spec.base, &HashSet::new());
+    let mut op = OpDesc::new(name, spec.op_type);
+    op.set_opset(Some(spec.opset));
+    for (n, d) in spec.inputs {
+        op.add_input(n, d).map_err(|e| e.to_string())?;
     }
-    op.add_output("Y", out).map_err(|e| e.to_string())?;
+    op.add_output("Y", spec.out).map_err(|e| e.to_string())?;
     let mut list = vec![pass.to_string()];
     list.extend(replaced.iter().map(|&n| g.name_of(n).to_string()));
     op.attrs_mut()
@@ -351,7 +355,11 @@ pub fn bypass(g: &mut ComputeGraph, n: NodeId, to: OutAnchor) -> Result<(), Stri
     let gid = g.graph_of(n).ok_or("stale node")?;
     let mut patch = GraphPatch::in_graph(gid);
     patch.remove(n).shunt(n, 0, outlet(to));
-    let consts = const_inputs_of(g, &[n]);
+    // Constants only `n` read go, unless its readers now read one.
+    let consts: Vec<NodeId> = const_inputs_of(g, &[n])
+        .into_iter()
+        .filter(|&c| c != to.node)
+        .collect();
     let removed: HashSet<NodeId> = [n].into_iter().collect();
     drop_dead_consts(g, &mut patch, &consts, &removed);
     patch.drop_control();

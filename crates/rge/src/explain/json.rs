@@ -2,6 +2,8 @@
 
 use serde_json::{json, Value};
 
+#[cfg(test)]
+use super::report::PassExplain;
 use super::report::{
     Candidate, EdgeExplain, EngineSummary, ExplainReport, NodeExplain, PartitionExplain,
     TransferExplain,
@@ -163,6 +165,13 @@ mod tests {
                 from_node: "conv".into(),
                 to_node: "out".into(),
             }],
+            passes: vec![PassExplain {
+                name: "gelu_fusion".into(),
+                level: "all".into(),
+                rewrites: 2,
+                nodes_before: 20,
+                nodes_after: 10,
+            }],
         }
     }
 
@@ -170,9 +179,18 @@ mod tests {
     fn keys_are_present_and_typed() {
         let v = report().to_json();
         assert_eq!(v["model"], "m.onnx");
-        for key in ["nodes", "edges", "partitions", "engines", "transfers"] {
+        for key in [
+            "nodes",
+            "edges",
+            "partitions",
+            "engines",
+            "transfers",
+            "passes",
+        ] {
             assert!(v[key].is_array(), "{key}");
         }
+        assert_eq!(v["passes"][0]["name"], "gelu_fusion");
+        assert_eq!(v["passes"][0]["nodes_after"], 10);
         let n = &v["nodes"][1];
         assert_eq!(n["name"], "conv");
         assert_eq!(n["op_type"], "Conv");
