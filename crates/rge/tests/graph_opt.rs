@@ -387,6 +387,8 @@ struct Att {
     scores_read_twice: bool,
     no_mask: bool,
     mul_scale: bool,
+    /// A causal `Where` mask instead of the additive one; `true`: its first row masks all.
+    where_mask: Option<bool>,
 }
 
 fn attention(o: Att) -> Net {
@@ -415,7 +417,15 @@ fn attention(o: Att) -> Net {
         let c = n.scalar((d as f32).sqrt());
         n.op("Div", &[&qk, &c], vec![])
     };
-    let masked = if o.no_mask {
+    let masked = if let Some(empty_row) = o.where_mask {
+        let mut causal: Vec<bool> = (0..s * s).map(|i| i % s <= i / s).collect();
+        if empty_row {
+            causal[0] = false;
+        }
+        let cond = n.bools(&[1, 1, s, s], &causal);
+        let neg = n.scalar(f32::MIN);
+        n.op("Where", &[&cond, &scaled, &neg], vec![])
+    } else if o.no_mask {
         scaled.clone()
     } else {
         n.op("Add", &[&scaled, &mask], vec![])
@@ -433,7 +443,7 @@ fn attention(o: Att) -> Net {
         n.op_to("Neg", &[&scaled], "z", vec![]);
         n.output("z", F32, &[b, h, s, s]);
     }
-    if o.no_mask {
+    if o.no_mask || o.where_mask.is_some() {
         // Keep the mask input read.
         n.op_to("Identity", &[&mask], "m", vec![]);
         n.output("m", F32, &[b, 1, 1, s]);
@@ -457,6 +467,16 @@ fn attention_fuses_with_mask_and_scale() {
         .model(),
     );
     assert_eq!(c.count("Attention"), 1, "{:?}", c.types);
+    // GPT-2's causal Where mask becomes a bool mask.
+    let c = both(
+        &attention(Att {
+            where_mask: Some(false),
+            ..Att::default()
+        })
+        .model(),
+    );
+    assert_eq!(c.count("Attention"), 1, "{:?}", c.types);
+    assert!(!c.has("Where"), "{:?}", c.types);
 }
 
 #[test]
@@ -472,6 +492,11 @@ fn attention_near_misses_stay() {
         },
         Att {
             scores_read_twice: true,
+            ..Att::default()
+        },
+        // A row masked everywhere: uniform under Where, zero under a bool mask.
+        Att {
+            where_mask: Some(true),
             ..Att::default()
         },
     ] {

@@ -1,6 +1,8 @@
 //! Attention fusion: scaled dot-product attention as exporters write it,
 //! `MatMul(Softmax(MatMul(Q, Kᵀ) ⊘ s (+ mask)), V)` with `⊘ s` a Div or Mul by a scalar
-//! constant (or absent), over 4-D `[batch, heads, seq, dim]` f32 tensors, becomes one ONNX
+//! constant (or absent) and the mask additive, or a `Where(cond, ·, fill)` with a constant
+//! bool `cond` in which every row attends somewhere and `fill` ≤ −1e30 (GPT-2's causal mask;
+//! it becomes a bool `attn_mask`), over 4-D `[batch, heads, seq, dim]` f32 tensors, becomes one ONNX
 //! `Attention` (opset 23: `Q`, `K`, `V`, `attn_mask`; `scale`), whose kernel computes each
 //! head's scores, mask, softmax and weighted sum in one pass per row block.
 //!
@@ -57,6 +59,23 @@ fn broadcasts(mask: &[i64], to: &[i64]) -> bool {
             .all(|(&m, &t)| m == 1 || m == t)
 }
 
+/// The largest fill value of a `Where` mask taken as "masked out": its exp underflows to 0
+/// against any finite score, as the bool mask's −∞ does.
+const MASKED_MAX: f64 = -1e30;
+
+/// Whether a constant bool mask lets every query row attend to at least one key (a fully
+/// masked row is uniform under `Where` but zero under the fused op's bool mask).
+fn every_row_attends(t: &rge_ir::Tensor) -> bool {
+    let Some(&last) = t.desc.shape().dims().last() else {
+        return false;
+    };
+    t.desc.dtype() == DataType::Bool
+        && last > 0
+        && t.data
+            .chunks(last as usize)
+            .all(|row| row.iter().any(|&b| b != 0))
+}
+
 /// A match.
 struct Found {
     q: OutAnchor,
@@ -99,6 +118,20 @@ fn find(g: &ComputeGraph, sm: NodeId) -> Option<Found> {
         }
         mask = Some(m);
         nodes.push(add);
+        cur = s;
+    } else if is_op(g, cur.node, "Where") && next(g, cur.node) == Some(sm) {
+        // Where(cond, scores, very negative): a bool mask (true attends).
+        let w = cur.node;
+        let (c, s) = (producer(g, w, 0)?, producer(g, w, 1)?);
+        let neg = super::util::input_scalar(g, w, 2)?;
+        let sd = f32_rank4(g, s)?;
+        let cond = super::util::input_const(g, w, 0)?;
+        let cd = cond.desc.shape().dims().to_vec();
+        if neg > MASKED_MAX || !broadcasts(&cd, &sd) || !every_row_attends(cond) {
+            return None;
+        }
+        mask = Some(c);
+        nodes.push(w);
         cur = s;
     }
     // Optional scale.

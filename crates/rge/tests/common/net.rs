@@ -165,6 +165,19 @@ impl Net {
         name
     }
 
+    /// A bool initializer of `dims`.
+    pub fn bools(&mut self, dims: &[i64], v: &[bool]) -> String {
+        let name = self.fresh("b");
+        self.inits.push(TensorProto {
+            name: name.clone(),
+            dims: dims.to_vec(),
+            data_type: 9,
+            int32_data: v.iter().map(|&b| i32::from(b)).collect(),
+            ..Default::default()
+        });
+        name
+    }
+
     pub fn model(&self) -> ModelProto {
         ModelProto {
             ir_version: 8,
