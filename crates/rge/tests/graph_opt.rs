@@ -389,15 +389,18 @@ struct Att {
     mul_scale: bool,
     /// A causal `Where` mask instead of the additive one; `true`: its first row masks all.
     where_mask: Option<bool>,
+    /// Everything in f64 (the fused op is used for f32 only).
+    f64: bool,
 }
 
 fn attention(o: Att) -> Net {
     let (b, s, h, d) = (1i64, 6i64, 2i64, 4i64);
     let mut n = Net::new();
-    let q = n.input("q", F32, &[b, s, h * d]);
-    let k = n.input("k", F32, &[b, s, h * d]);
-    let v = n.input("v", F32, &[b, s, h * d]);
-    let mask = n.input("mask", F32, &[b, 1, 1, s]);
+    let t = if o.f64 { F64 } else { F32 };
+    let q = n.input("q", t, &[b, s, h * d]);
+    let k = n.input("k", t, &[b, s, h * d]);
+    let v = n.input("v", t, &[b, s, h * d]);
+    let mask = n.input("mask", t, &[b, 1, 1, s]);
     let shape = n.ints(&[b, s, h, d]);
     let heads = |n: &mut Net, x: &str, perm: &[i64]| {
         let r = n.op("Reshape", &[x, &shape], vec![]);
@@ -413,6 +416,9 @@ fn attention(o: Att) -> Net {
     } else if o.mul_scale {
         let c = n.scalar(0.5);
         n.op("Mul", &[&qk, &c], vec![])
+    } else if o.f64 {
+        let c = n.scalar_f64((d as f64).sqrt());
+        n.op("Div", &[&qk, &c], vec![])
     } else {
         let c = n.scalar((d as f32).sqrt());
         n.op("Div", &[&qk, &c], vec![])
@@ -477,6 +483,17 @@ fn attention_fuses_with_mask_and_scale() {
     );
     assert_eq!(c.count("Attention"), 1, "{:?}", c.types);
     assert!(!c.has("Where"), "{:?}", c.types);
+}
+
+#[test]
+fn attention_in_a_type_the_fused_op_is_not_used_for_stays() {
+    let m = attention(Att {
+        f64: true,
+        ..Att::default()
+    })
+    .model();
+    let c = both(&m);
+    assert!(!c.has("Attention") && c.has("Softmax"), "{:?}", c.types);
 }
 
 #[test]
@@ -560,4 +577,34 @@ fn bad_levels_and_pass_names_are_errors_naming_the_option() {
     .unwrap_err();
     assert!(e.to_string().contains("--disable-passes"), "{e}");
     assert!(e.to_string().contains("`gelu`"), "{e}");
+}
+
+#[test]
+fn explain_lists_the_passes_and_what_each_fused_node_replaced() {
+    use prost::Message;
+    let dir = std::env::temp_dir().join(format!("rge_graph_opt_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gelu.onnx");
+    let m = erf_gelu(0, 0.5, std::f32::consts::SQRT_2).model();
+    std::fs::write(&file, m.encode_to_vec()).unwrap();
+    let text = rge::cli::explain::run(&file, &EngineArgs::default(), false, None).unwrap();
+    assert!(text.contains("graph optimizations (14):"), "{text}");
+    assert!(
+        text.contains("gelu_fusion (all): 1 rewrites, nodes 10 -> 3"),
+        "{text}"
+    );
+    assert!(text.contains("made by pass `gelu_fusion` from: "), "{text}");
+    let none = rge::cli::explain::run(&file, &level("none"), false, None).unwrap();
+    assert!(
+        none.contains("graph optimizations (0):") || none.contains("graph optimizations: none"),
+        "{none}"
+    );
+    let json = rge::cli::explain::run(&file, &EngineArgs::default(), true, None).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "gelu_fusion" && p["rewrites"] == 1));
+    std::fs::remove_dir_all(&dir).ok();
 }

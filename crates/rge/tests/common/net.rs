@@ -152,6 +152,18 @@ impl Net {
         name
     }
 
+    /// A double scalar initializer.
+    pub fn scalar_f64(&mut self, v: f64) -> String {
+        let name = self.fresh("c");
+        self.inits.push(TensorProto {
+            name: name.clone(),
+            data_type: F64,
+            double_data: vec![v],
+            ..Default::default()
+        });
+        name
+    }
+
     /// An int64 initializer.
     pub fn ints(&mut self, v: &[i64]) -> String {
         let name = self.fresh("i");
