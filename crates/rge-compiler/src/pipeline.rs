@@ -127,12 +127,25 @@ impl Pipeline {
             return Ok(());
         }
         let log = self.options.verbose || log_enabled_by_env();
+        let excl = self.manager.exclusions(&self.options)?;
+        let manager = &self.manager;
+        // An op type some engine in use has a kernel for.
+        let supports = |t: &str| {
+            manager.ids().any(|id| {
+                !excl.is_excluded(id)
+                    && manager
+                        .engine(id)
+                        .kernel_store()
+                        .is_some_and(|s| s.op_info(t).is_some())
+            })
+        };
         let r = self.stage(name, graph, run, |g| {
             run_passes(
                 g,
                 &self.graph_passes,
                 &self.options.optimization,
                 phase,
+                &supports,
                 log,
             )
             .map_err(|m| stage_err(name, m))

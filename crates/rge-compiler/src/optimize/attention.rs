@@ -284,6 +284,9 @@ impl OptPass for AttentionFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn makes(&self) -> &'static [&'static str] {
+        &["Attention"]
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in root_nodes(g) {

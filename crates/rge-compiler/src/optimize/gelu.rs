@@ -142,6 +142,9 @@ impl OptPass for GeluFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn makes(&self) -> &'static [&'static str] {
+        &["Gelu"]
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in root_nodes(g) {

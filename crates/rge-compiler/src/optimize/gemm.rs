@@ -35,6 +35,9 @@ impl OptPass for GemmFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn makes(&self) -> &'static [&'static str] {
+        &["Gemm"]
+    }
     fn phase(&self) -> Phase {
         Phase::Late
     }

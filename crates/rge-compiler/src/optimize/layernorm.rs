@@ -163,6 +163,9 @@ impl OptPass for LayerNormFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn makes(&self) -> &'static [&'static str] {
+        &["LayerNormalization"]
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in root_nodes(g) {

@@ -102,6 +102,11 @@ pub trait OptPass: Send + Sync {
     fn phase(&self) -> Phase {
         Phase::Early
     }
+    /// The op types its rewrites make that the graph may not have had: the pass is skipped
+    /// when no engine in use has a kernel for one of them.
+    fn makes(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Rewrites `graph`; returns how many rewrites it made. An error names the node at fault;
     /// the graph is then left as the last applied rewrite made it (every rewrite is whole).
     fn run(&self, graph: &mut ComputeGraph) -> Result<usize, String>;
@@ -187,17 +192,20 @@ pub fn check_disabled(passes: &[Arc<dyn OptPass>], settings: &OptSettings) -> Re
 }
 
 /// Runs the enabled passes of `phase` over `graph` in rounds until a round changes nothing;
-/// returns one report per enabled pass. Logs each with `log`.
+/// returns one report per enabled pass. A pass making an op type `supports` says no engine
+/// runs is skipped. Logs each with `log`.
 pub fn run_passes(
     graph: &mut ComputeGraph,
     passes: &[Arc<dyn OptPass>],
     settings: &OptSettings,
     phase: Phase,
+    supports: &dyn Fn(&str) -> bool,
     log: bool,
 ) -> Result<Vec<PassReport>, String> {
     let enabled: Vec<&Arc<dyn OptPass>> = passes
         .iter()
         .filter(|p| p.phase() == phase && settings.enables(p.as_ref()))
+        .filter(|p| p.makes().iter().all(|t| supports(t)))
         .collect();
     let mut reports: Vec<PassReport> = enabled
         .iter()

@@ -21,6 +21,9 @@ impl OptPass for SiluFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn makes(&self) -> &'static [&'static str] {
+        &["Swish"]
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for s in root_nodes(g) {
