@@ -22,6 +22,7 @@ pub mod error;
 pub mod graph_copy;
 pub mod manager;
 pub mod model;
+pub mod optimize;
 pub mod options;
 pub mod partition;
 pub mod pipeline;

@@ -92,6 +92,8 @@ pub struct CompiledModel {
     pub manager: Arc<EngineManager>,
     /// How long each pipeline stage took, in the order they ran.
     pub stage_times: Vec<StageTime>,
+    /// What each graph optimization pass did, in the order they ran (docs/optimizations.md).
+    pub optimizations: Vec<crate::optimize::PassReport>,
 }
 
 impl CompiledModel {

@@ -93,6 +93,9 @@ pub struct CompileOptions {
     pub merge_search_budget: u32,
     /// The cluster-merge algorithm (rge's, or GE's reference for comparison).
     pub merge_algorithm: crate::partition::MergeAlgorithm,
+    /// The graph optimization level and the passes turned off (`rge.optimization`,
+    /// `rge.disabledPasses`; docs/optimizations.md).
+    pub optimization: crate::optimize::OptSettings,
     /// Every option as given, handed to engines and graph passes.
     pub raw: EngineOptions,
 }
@@ -108,6 +111,7 @@ impl Default for CompileOptions {
             verbose: false,
             merge_search_budget: 256,
             merge_algorithm: crate::partition::MergeAlgorithm::Incremental,
+            optimization: crate::optimize::OptSettings::default(),
             raw: EngineOptions::new(),
         }
     }
@@ -127,6 +131,16 @@ pub fn split_engine_list(s: &str) -> Vec<String> {
         .filter(|x| !x.is_empty())
         .map(String::from)
         .collect()
+}
+
+/// Parses an optimization level (`none`, `basic`, `all`); an error names the option.
+pub fn parse_opt_level(v: &str) -> CompileResult<crate::optimize::OptLevel> {
+    crate::optimize::OptLevel::parse(v).ok_or_else(|| {
+        bad(
+            crate::optimize::OPTION_OPTIMIZATION,
+            format!("`{v}` is not an optimization level (none, basic or all)"),
+        )
+    })
 }
 
 impl CompileOptions {
@@ -163,6 +177,12 @@ impl CompileOptions {
         }
         if let Some(v) = options.get(OPTION_DUMP_GRAPH) {
             o.dump_dir = (!v.is_empty()).then(|| PathBuf::from(v));
+        }
+        if let Some(v) = options.get(crate::optimize::OPTION_OPTIMIZATION) {
+            o.optimization.level = parse_opt_level(v)?;
+        }
+        if let Some(v) = options.get(crate::optimize::OPTION_DISABLED_PASSES) {
+            o.optimization.disabled = split_engine_list(v);
         }
         Ok(o)
     }
@@ -217,5 +237,20 @@ mod tests {
         assert!(e.to_string().contains("ge.engineType"), "{e}");
         assert!(CompileOptions::from_options(&opts(&[(OPTION_CORE_NUM, "0")])).is_err());
         assert_eq!(CoreEngineType::Vector.excluded_engine(), "dense");
+    }
+
+    #[test]
+    fn optimization_keys_are_read_and_checked() {
+        use crate::optimize::{OptLevel, OPTION_DISABLED_PASSES, OPTION_OPTIMIZATION};
+        let o = CompileOptions::from_options(&opts(&[
+            (OPTION_OPTIMIZATION, "basic"),
+            (OPTION_DISABLED_PASSES, "dead_nodes, cast_elimination"),
+        ]))
+        .unwrap();
+        assert_eq!(o.optimization.level, OptLevel::Basic);
+        assert_eq!(o.optimization.disabled, ["dead_nodes", "cast_elimination"]);
+        assert_eq!(CompileOptions::default().optimization.level, OptLevel::All);
+        let e = CompileOptions::from_options(&opts(&[(OPTION_OPTIMIZATION, "max")])).unwrap_err();
+        assert!(e.to_string().contains("rge.optimization"), "{e}");
     }
 }

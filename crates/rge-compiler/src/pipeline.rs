@@ -20,6 +20,7 @@ use crate::dump::Dumper;
 use crate::error::{CompileError, CompileResult};
 use crate::manager::{EngineId, EngineManager};
 use crate::model::{CompiledModel, CompiledNode, PartitionSummary};
+use crate::optimize::{check_disabled, run_passes, OptPass, PassReport, Phase};
 use crate::options::CompileOptions;
 use crate::partition::{merge_partitions, partition, Merged, PartitionMode, PartitionPlan};
 use crate::placement::Placement;
@@ -75,6 +76,8 @@ pub struct Pipeline {
     reassign: Vec<Arc<dyn ReassignPass>>,
     /// `(stage, pass)`: passes run as stages of their own right after `stage`.
     inserted: Vec<(String, Box<dyn GraphPass>)>,
+    /// The graph optimizations (stages `optimize_graph` and `optimize_graph_late`).
+    graph_passes: Vec<Arc<dyn OptPass>>,
 }
 
 fn stage_err(stage: &str, e: impl std::fmt::Display) -> CompileError {
@@ -98,7 +101,57 @@ impl Pipeline {
             infer: None,
             reassign: default_passes(),
             inserted: Vec::new(),
+            graph_passes: Vec::new(),
         }
+    }
+
+    /// Sets the graph optimizations (docs/optimizations.md): the early ones run as stage
+    /// `optimize_graph` after `infer`, the late ones as `optimize_graph_late` after
+    /// `optimize_original`, those the options' level and disabled list enable. Without any,
+    /// both stages are skipped.
+    pub fn with_graph_passes(mut self, passes: Vec<Arc<dyn OptPass>>) -> Self {
+        self.graph_passes = passes;
+        self
+    }
+
+    /// Runs the graph passes of `phase` as stage `name`.
+    fn optimize_graph(
+        &self,
+        name: &str,
+        phase: Phase,
+        graph: &mut ComputeGraph,
+        run: &mut Run,
+        reports: &mut Vec<PassReport>,
+    ) -> CompileResult<()> {
+        if self.graph_passes.is_empty() {
+            return Ok(());
+        }
+        let log = self.options.verbose || log_enabled_by_env();
+        let excl = self.manager.exclusions(&self.options)?;
+        let manager = &self.manager;
+        // An op type some engine in use has a kernel for.
+        let supports = |t: &str| {
+            manager.ids().any(|id| {
+                !excl.is_excluded(id)
+                    && manager
+                        .engine(id)
+                        .kernel_store()
+                        .is_some_and(|s| s.op_info(t).is_some())
+            })
+        };
+        let r = self.stage(name, graph, run, |g| {
+            run_passes(
+                g,
+                &self.graph_passes,
+                &self.options.optimization,
+                phase,
+                &supports,
+                log,
+            )
+            .map_err(|m| stage_err(name, m))
+        })?;
+        reports.extend(r);
+        Ok(())
     }
 
     /// Sets the infer stage (without one, the stage is skipped).
@@ -336,10 +389,19 @@ impl Pipeline {
                 )
             })?;
         }
+        if !self.graph_passes.is_empty() {
+            check_disabled(&self.graph_passes, &self.options.optimization).map_err(|m| {
+                CompileError::Option {
+                    key: crate::optimize::OPTION_DISABLED_PASSES.into(),
+                    message: m,
+                }
+            })?;
+        }
         let mut run = Run {
             clock: StageClock::new(self.options.verbose || log_enabled_by_env()),
             dump: Dumper::new(self.options.resolved_dump_dir())?,
         };
+        let mut optimizations = Vec::new();
         run.dump.graph(INPUT_STAGE, &graph)?;
         self.run_inserted(INPUT_STAGE, &mut graph, &mut run)?;
         if let Some(infer) = &self.infer {
@@ -350,10 +412,26 @@ impl Pipeline {
             })?;
         }
         self.run_inserted("infer", &mut graph, &mut run)?;
+        self.optimize_graph(
+            "optimize_graph",
+            Phase::Early,
+            &mut graph,
+            &mut run,
+            &mut optimizations,
+        )?;
+        self.run_inserted("optimize_graph", &mut graph, &mut run)?;
         self.stage("optimize_original", &mut graph, &mut run, |g| {
             self.optimize_all(g, OptimizeStage::Original)
         })?;
         self.run_inserted("optimize_original", &mut graph, &mut run)?;
+        self.optimize_graph(
+            "optimize_graph_late",
+            Phase::Late,
+            &mut graph,
+            &mut run,
+            &mut optimizations,
+        )?;
+        self.run_inserted("optimize_graph_late", &mut graph, &mut run)?;
 
         // The re-assign passes look only at ops that carried attributes before placement.
         let mut attributed: Vec<NodeId> = graph
@@ -499,6 +577,7 @@ impl Pipeline {
             dumps: run.dump.written().to_vec(),
             manager: self.manager.clone(),
             stage_times: run.clock.into_times(),
+            optimizations,
         })
     }
 

@@ -8,11 +8,13 @@ use rge_ir::ComputeGraph;
 
 use crate::error::{CompileError, CompileResult};
 
-/// The stages in the order they run (`infer` only with an infer pass, the `*_composite`
-/// ones only when a composite engine is in use).
-pub const STAGE_NAMES: [&str; 15] = [
+/// The stages in the order they run (`infer` only with an infer pass, `optimize_graph*`
+/// only with graph passes, the `*_composite` ones only when a composite engine is in use).
+pub const STAGE_NAMES: [&str; 17] = [
     "infer",
+    "optimize_graph",
     "optimize_original",
+    "optimize_graph_late",
     "place",
     "reassign",
     "partition_composite",

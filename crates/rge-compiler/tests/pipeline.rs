@@ -338,7 +338,12 @@ fn compiles_end_to_end() {
     );
     // Every stage ran, in order, and was timed.
     let stages: Vec<&str> = model.stage_times.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(stages, rge_compiler::STAGE_NAMES);
+    // Every stage but the graph optimizations (this pipeline has no graph passes).
+    let expected: Vec<&str> = rge_compiler::STAGE_NAMES
+        .into_iter()
+        .filter(|s| !s.starts_with("optimize_graph"))
+        .collect();
+    assert_eq!(stages, expected);
     let placed = std::fs::read_to_string(dir.join("03_place.txt")).unwrap();
     assert!(
         placed.contains("_lxfusion_engine_name=\"dense\""),

@@ -6,7 +6,8 @@
 //!   per output channel.
 //! - **Epilogues**: a Conv or MatMul followed by an Add of a per-channel constant (the bias), an
 //!   Add of a tensor of its output's shape (a residual), and an activation (Relu, Clip,
-//!   LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, SiLU as `x·Sigmoid(x)`, Gelu) becomes one
+//!   LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, SiLU as `x·Sigmoid(x)` or `Swish` with
+//!   alpha 1, Gelu) becomes one
 //!   `ai.rge` `FusedConv` / `FusedMatMul` whose kernel applies them to each output tile while
 //!   it is in cache. Only when every value inside the chain has no other reader and is not a
 //!   graph output; a near miss (wrong broadcast axis, a second reader, another dtype) is left
@@ -264,6 +265,8 @@ fn activation_of(g: &ComputeGraph, n: NodeId) -> Option<(&'static str, Vec<f32>)
         "HardSwish" => ("HardSwish", vec![]),
         "LeakyRelu" => ("LeakyRelu", vec![f("alpha", 0.01)]),
         "HardSigmoid" => ("HardSigmoid", vec![f("alpha", 0.2), f("beta", 0.5)]),
+        // SiLU as the graph optimizations write it (x·Sigmoid(x) fused into ONNX Swish).
+        "Swish" if f("alpha", 1.0) == 1.0 => ("Silu", vec![]),
         "Gelu" => match a.get_str("approximate").ok().flatten().unwrap_or("none") {
             "tanh" => ("GeluTanh", vec![]),
             _ => ("Gelu", vec![]),

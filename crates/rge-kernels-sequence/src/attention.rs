@@ -25,10 +25,25 @@ pub struct Attention {
     mode: i64,
     left: i64,
     right: i64,
+    /// Take the f32 fast path where it applies ([`crate::attention_fast`]).
+    fast: bool,
+}
+
+/// Builds an Attention kernel with the f32 fast path off (what the fast path is tested
+/// against).
+#[cfg(test)]
+pub(crate) fn general(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let mut k = build(init)?;
+    k.fast = false;
+    Ok(Box::new(k))
 }
 
 /// Builds an Attention kernel.
 pub fn attention(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    Ok(Box::new(build(init)?))
+}
+
+fn build(init: &KernelInit<'_>) -> KernelResult<Attention> {
     let mode = init.int_or("qk_matmul_output_mode", 0)?;
     if !(0..=3).contains(&mode) {
         return Err(KernelError::attr(
@@ -53,7 +68,7 @@ pub fn attention(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
         .int_opt("softmax_precision")?
         .map(|v| float_dtype_attr("softmax_precision", v))
         .transpose()?;
-    Ok(Box::new(Attention {
+    Ok(Attention {
         opset: init.opset,
         scale: init.float_opt("scale")?,
         is_causal: init.int_or("is_causal", 0)? != 0,
@@ -64,7 +79,8 @@ pub fn attention(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
         mode,
         left,
         right,
-    }))
+        fast: true,
+    })
 }
 
 /// Resolved sizes of one call.
@@ -500,6 +516,16 @@ fn concat_seq<F: Copy>(past: &[F], cur: &[F], n: usize, a: usize, c: usize, d: u
 
 impl Kernel for Attention {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let softmax_f32 = matches!(self.softmax_precision, None | Some(DType::Float));
+        if self.fast && crate::attention_fast::applies(ctx, self.softcap, softmax_f32) {
+            let spec = crate::attention_fast::FastSpec {
+                scale: self.scale,
+                is_causal: self.is_causal,
+                left: self.left,
+                right: self.right,
+            };
+            return crate::attention_fast::run(spec, ctx);
+        }
         let mut wide = self.softmax_precision == Some(DType::Double);
         for i in 0..3 {
             let t = ctx.input(i)?;
@@ -531,6 +557,7 @@ mod tests {
             mode: 0,
             left: -1,
             right: -1,
+            fast: false,
         }
     }
 
@@ -665,6 +692,7 @@ mod threaded_tests {
             mode: 2,
             left: -1,
             right: -1,
+            fast: true,
         };
         let mk = |s: &[usize], seed: usize| {
             let n: usize = s.iter().product();

@@ -70,6 +70,17 @@ impl<F: Acc> Mask<F> {
     }
 }
 
+impl<F> Mask<F> {
+    /// The mask row of query `i` of batch `b`, head `h`, when it covers all `total` keys.
+    pub fn row_slice(&self, b: usize, h: usize, i: usize, total: usize) -> Option<&[F]> {
+        if self.kv != total {
+            return None;
+        }
+        let base = b * self.strides[0] + h * self.strides[1] + i * self.strides[2];
+        self.vals.get(base..base + total)
+    }
+}
+
 /// Everything that decides the bias of one query row.
 pub struct BiasSpec<'m, F> {
     pub mask: Option<&'m Mask<F>>,
@@ -91,6 +102,12 @@ impl<F: Acc> BiasSpec<'_, F> {
             && self.left < 0
             && self.right < 0
             && self.nonpad.is_none()
+    }
+
+    /// The mask alone, when nothing else (causal, window, padding) adds to the bias.
+    pub fn mask_only(&self) -> Option<&Mask<F>> {
+        let plain = !self.is_causal && self.left < 0 && self.right < 0 && self.nonpad.is_none();
+        self.mask.filter(|_| plain)
     }
 
     /// Fills `row` (length total) with the bias of query `i` of batch `b`, head `h`.

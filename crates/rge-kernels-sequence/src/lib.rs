@@ -4,6 +4,7 @@
 
 mod attention;
 mod attention_bias;
+mod attention_fast;
 mod common;
 mod flex_attention;
 mod linear_attention;

@@ -137,7 +137,8 @@ impl EngineSet {
     }
 
     /// The compile pipeline over this set's engines with its options: rge-ops' inference;
-    /// the engines' original-graph optimizers (the host engine's folds constants), then
+    /// the graph optimizations of the options' level (docs/optimizations.md); the engines'
+    /// original-graph optimizers (the host engine's folds constants), then
     /// inference again where folding made new constants; placement and the rest; the kernel
     /// of every node recorded; transfers between memory spaces.
     pub fn pipeline(&self) -> Pipeline {
@@ -155,6 +156,7 @@ impl EngineSet {
         });
         let mut p = Pipeline::new(self.manager.clone(), self.options.clone())
             .with_infer(infer_pass)
+            .with_graph_passes(crate::fold_pass::graph_passes(&self.fold_kernels))
             .with_stage_after("optimize_original", Box::new(reinfer));
         // The kernel each node runs is chosen at compile time and recorded on its op, so a
         // compiled model names it and loading checks the engine set still selects it.

@@ -9,6 +9,7 @@ pub mod engines;
 pub mod error;
 pub mod exec;
 pub mod fold;
+pub mod fold_pass;
 mod frame;
 pub mod io;
 pub mod kernel_check;

@@ -23,8 +23,12 @@ pub struct EngineArgs {
     pub engine_type: Option<String>,
     /// Engine plugins (shared libraries) to load.
     pub plugins: Vec<PathBuf>,
-    /// Print each compile stage's time.
+    /// Print each compile stage's time and each graph pass's report.
     pub verbose: bool,
+    /// The graph optimization level (`none`, `basic`, `all`; default all).
+    pub optimization: Option<String>,
+    /// Graph passes to turn off, comma separated.
+    pub disable_passes: Option<String>,
 }
 
 /// The engine set for `args`: the standard engines, then each plugin's; options checked
@@ -34,6 +38,16 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
         report::cli_options(args.exclude_engines.as_deref(), args.engine_type.as_deref())
             .map_err(|e| RuntimeError::Compile(e.to_string()))?;
     options.verbose = args.verbose;
+    if let Some(level) = &args.optimization {
+        options.optimization.level = rge_compiler::options::parse_opt_level(level)
+            .map_err(|e| RuntimeError::Compile(format!("--optimization: {e}")))?;
+    }
+    if let Some(d) = &args.disable_passes {
+        options.optimization.disabled = rge_compiler::options::split_engine_list(d);
+        let passes = rge_runtime::fold_pass::graph_passes(&crate::kernels::default_kernels());
+        rge_compiler::optimize::check_disabled(&passes, &options.optimization)
+            .map_err(|e| RuntimeError::Compile(format!("--disable-passes: {e}")))?;
+    }
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
     b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);

@@ -36,9 +36,15 @@ struct EngineOpts {
     /// Load an engine plugin (a shared library); repeatable.
     #[arg(long = "engine-plugin")]
     engine_plugins: Vec<PathBuf>,
-    /// Print each compile stage's time (as RGE_LOG=info does).
+    /// Print each compile stage's time and what each graph pass did (as RGE_LOG=info does).
     #[arg(long, short = 'v')]
     verbose: bool,
+    /// Graph optimization level: none, basic or all (default all; docs/optimizations.md).
+    #[arg(long)]
+    optimization: Option<String>,
+    /// Graph optimization passes to turn off, comma separated (e.g. gelu_fusion,dead_nodes).
+    #[arg(long)]
+    disable_passes: Option<String>,
 }
 
 impl EngineOpts {
@@ -48,6 +54,8 @@ impl EngineOpts {
             engine_type: self.engine_type,
             plugins: self.engine_plugins,
             verbose: self.verbose,
+            optimization: self.optimization,
+            disable_passes: self.disable_passes,
         }
     }
 }

@@ -211,6 +211,7 @@ fn report() -> ExplainReport {
                 to_node: "flatten".into(),
             },
         ],
+        passes: Vec::new(),
     };
     r.finish_summary();
     r

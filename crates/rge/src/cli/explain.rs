@@ -15,7 +15,7 @@ use super::{CliError, CliResult};
 use crate::engines::EngineArgs;
 use crate::explain::{
     flops::node_flops, report::shape_label, Candidate, EdgeExplain, EngineSummary, ExplainReport,
-    NodeExplain, PartitionExplain, TransferExplain,
+    NodeExplain, PartitionExplain, PassExplain, TransferExplain,
 };
 
 /// `rge explain`.
@@ -57,6 +57,17 @@ pub fn explain(
     }
     let mut report = ExplainReport {
         model: model.to_string(),
+        passes: compiled
+            .optimizations
+            .iter()
+            .map(|p| PassExplain {
+                name: p.name.clone(),
+                level: p.level.name().to_string(),
+                rewrites: p.rewrites,
+                nodes_before: p.nodes_before,
+                nodes_after: p.nodes_after,
+            })
+            .collect(),
         ..ExplainReport::default()
     };
     for n in graph.nodes_of(graph.root()) {
@@ -97,6 +108,13 @@ pub fn explain(
         if let Some(rge_ir::AttrValue::ListString(v)) = op.attrs().get(rge_dense::fuse::FUSED_ATTR)
         {
             notes.push(format!("fused by the dense engine from: {}", v.join(", ")));
+        }
+        if let Some(rge_ir::AttrValue::ListString(v)) =
+            op.attrs().get(rge_compiler::optimize::REWRITE_ATTR)
+        {
+            if let Some((pass, from)) = v.split_first() {
+                notes.push(format!("made by pass `{pass}` from: {}", from.join(", ")));
+            }
         }
         if compiled.placement.get(n).is_some() {
             notes.push(compiled.placement.reason(graph, n));

@@ -498,6 +498,7 @@ mod tests {
                 from_node: nasty.into(),
                 to_node: "relu".into(),
             }],
+            passes: Vec::new(),
         }
     }
 

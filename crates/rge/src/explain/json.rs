@@ -2,6 +2,8 @@
 
 use serde_json::{json, Value};
 
+#[cfg(test)]
+use super::report::PassExplain;
 use super::report::{
     Candidate, EdgeExplain, EngineSummary, ExplainReport, NodeExplain, PartitionExplain,
     TransferExplain,
@@ -9,7 +11,8 @@ use super::report::{
 
 impl ExplainReport {
     /// The report as one object: `model`, `nodes`, `edges`, `partitions`, `engines` (counted
-    /// from the nodes, [`ExplainReport::engine_summary`]), `transfers`.
+    /// from the nodes, [`ExplainReport::engine_summary`]), `transfers`, `passes` (the graph
+    /// optimizations).
     pub fn to_json(&self) -> Value {
         json!({
             "model": self.model,
@@ -18,6 +21,13 @@ impl ExplainReport {
             "partitions": self.partitions.iter().map(partition_json).collect::<Vec<_>>(),
             "engines": self.engine_summary().iter().map(engine_json).collect::<Vec<_>>(),
             "transfers": self.transfers.iter().map(transfer_json).collect::<Vec<_>>(),
+            "passes": self.passes.iter().map(|p| json!({
+                "name": p.name,
+                "level": p.level,
+                "rewrites": p.rewrites,
+                "nodes_before": p.nodes_before,
+                "nodes_after": p.nodes_after,
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -155,6 +165,13 @@ mod tests {
                 from_node: "conv".into(),
                 to_node: "out".into(),
             }],
+            passes: vec![PassExplain {
+                name: "gelu_fusion".into(),
+                level: "all".into(),
+                rewrites: 2,
+                nodes_before: 20,
+                nodes_after: 10,
+            }],
         }
     }
 
@@ -162,9 +179,18 @@ mod tests {
     fn keys_are_present_and_typed() {
         let v = report().to_json();
         assert_eq!(v["model"], "m.onnx");
-        for key in ["nodes", "edges", "partitions", "engines", "transfers"] {
+        for key in [
+            "nodes",
+            "edges",
+            "partitions",
+            "engines",
+            "transfers",
+            "passes",
+        ] {
             assert!(v[key].is_array(), "{key}");
         }
+        assert_eq!(v["passes"][0]["name"], "gelu_fusion");
+        assert_eq!(v["passes"][0]["nodes_after"], 10);
         let n = &v["nodes"][1];
         assert_eq!(n["name"], "conv");
         assert_eq!(n["op_type"], "Conv");

@@ -13,6 +13,6 @@ pub use flops::node_flops;
 pub use html::{render_html, PALETTE};
 pub use report::{
     flops_label, shape_label, Candidate, EdgeExplain, EngineSummary, ExplainReport, NodeExplain,
-    PartitionExplain, TransferExplain,
+    PartitionExplain, PassExplain, TransferExplain,
 };
 pub use text::render_text;

@@ -10,6 +10,18 @@ pub struct ExplainReport {
     pub partitions: Vec<PartitionExplain>,
     pub engines: Vec<EngineSummary>,
     pub transfers: Vec<TransferExplain>,
+    /// What each graph optimization pass did (docs/optimizations.md).
+    pub passes: Vec<PassExplain>,
+}
+
+/// One graph optimization pass: its level, rewrites and the root-graph node counts around it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassExplain {
+    pub name: String,
+    pub level: String,
+    pub rewrites: usize,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
 }
 
 /// One node: where it went and why.

@@ -36,8 +36,26 @@ pub fn render_text(report: &ExplainReport) -> String {
         }
     }
     out.push('\n');
+    passes(&mut out, report);
+    out.push('\n');
     summary_table(&mut out, report);
     out
+}
+
+/// The graph optimization passes that ran, with what they changed.
+fn passes(out: &mut String, report: &ExplainReport) {
+    if report.passes.is_empty() {
+        out.push_str("graph optimizations: none\n");
+        return;
+    }
+    let _ = writeln!(out, "graph optimizations ({}):", report.passes.len());
+    for p in &report.passes {
+        let _ = writeln!(
+            out,
+            "  {} ({}): {} rewrites, nodes {} -> {}",
+            p.name, p.level, p.rewrites, p.nodes_before, p.nodes_after
+        );
+    }
 }
 
 fn node_block(out: &mut String, n: &NodeExplain) {
