@@ -191,6 +191,14 @@ impl Built {
         }
     }
 
+    /// The graph as given (a per-shape model) or as compiled.
+    pub fn graph(&self) -> &ComputeGraph {
+        match self {
+            Built::Fixed(m) => m.graph(),
+            Built::PerShape(m) => m.graph(),
+        }
+    }
+
     /// The model that runs `inputs` (for a per-shape model: compiled now unless cached).
     pub fn model_for(&self, inputs: &[Value]) -> Result<Arc<Model>, CliError> {
         match self {
