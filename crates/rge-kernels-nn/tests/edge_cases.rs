@@ -236,18 +236,12 @@ fn pools_of_an_input_shorter_than_the_kernel_follow_onnxruntime() {
     // the row only. Kernel 3: no window, and the global pool of the empty map is an error,
     // never NaN.
     let x = t(&[1, 1, 1, 4], vec![0f32, 1.0, 2.0, 3.0]);
-    let attrs = [
-        ("kernel_shape", ints(&[2, 2])),
-        ("strides", ints(&[2, 2])),
-    ];
+    let attrs = [("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))];
     let r = run("MaxPool", 22, &attrs, std::slice::from_ref(&x), 1).unwrap();
     assert_eq!(out_f32(&r, 0), (vec![1, 1, 1, 2], vec![1.0, 3.0]));
     let r = run("AveragePool", 22, &attrs, std::slice::from_ref(&x), 1).unwrap();
     assert_eq!(out_f32(&r, 0), (vec![1, 1, 1, 2], vec![0.5, 2.5]));
-    let attrs = [
-        ("kernel_shape", ints(&[3, 3])),
-        ("strides", ints(&[2, 2])),
-    ];
+    let attrs = [("kernel_shape", ints(&[3, 3])), ("strides", ints(&[2, 2]))];
     let r = run("MaxPool", 22, &attrs, std::slice::from_ref(&x), 1).unwrap();
     let (shape, _) = out_f32(&r, 0);
     assert_eq!(shape, vec![1, 1, 0, 1]);

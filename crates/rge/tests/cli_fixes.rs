@@ -519,3 +519,21 @@ fn help_texts_list_values_and_defaults() {
         assert!(h.contains("Print JSON instead of text"), "{cmd}: {h}");
     }
 }
+
+#[test]
+fn no_progress_bar_when_the_output_is_piped() {
+    let root = tmp("progress_root");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let dir = check_dir("progress_test", &[1.5; 6]);
+    std::fs::rename(&dir, root.join("test_add_progress")).unwrap();
+    let out = rge_bin()
+        .args(["conformance", root.to_str().unwrap(), "--jobs", "1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.ends_with("1 passed, 0 failed\n"), "{stdout}");
+    assert!(stderr.is_empty(), "a bar was drawn on a pipe: {stderr:?}");
+}
