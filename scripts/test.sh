@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The test command of README.md: generates the ONNX node-test data (a Python venv under build/,
 # pinned onnx 1.23.2; skipped when up to date), then runs every test of the workspace (unit,
-# integration, property, conformance and doc tests) in one cargo build, then `rge conformance`
+# integration, property, conformance and doc tests) in one cargo build, the Python bindings'
+# pytest tests (scripts/test_python.sh), then `rge conformance`
 # over the node tests against conformance/floor, then the bundled example as a smoke test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/gen_onnx_node_tests.sh
 cargo test --workspace
+# The Python bindings (python/): built into build/pyvenv, pytest against onnxruntime.
+bash scripts/test_python.sh
 # The ONNX node tests through the whole pipeline; fails below the floor kept in the repo.
 cargo run --quiet -p rge -- conformance build/onnx-node-tests/node --min-pass "$(cat conformance/floor)" | tail -n 12
 cargo run --quiet -p rge -- run examples/tiny_cnn.onnx --input image=examples/tiny_cnn_image.npy > /dev/null

@@ -13,5 +13,6 @@ pub use compare::{compare_values, Tolerance};
 pub use data::{load_test, NodeTest, TestDataSet};
 pub use reference::interpret;
 pub use suite::{
-    check_family, list_tests, node_tests_dir, run_suite, Coverage, Outcome, Runner, SuiteReport,
+    check_family, list_tests, node_tests_dir, run_suite, run_suite_with, Coverage, Outcome, Runner,
+    SuiteReport,
 };

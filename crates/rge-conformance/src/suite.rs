@@ -55,6 +55,8 @@ pub enum Outcome {
 #[derive(Debug, Default)]
 pub struct SuiteReport {
     pub results: Vec<(String, Outcome)>,
+    /// Each test's wall time (load, compile, run, compare), milliseconds, as `results`.
+    pub times_ms: Vec<f64>,
 }
 
 impl SuiteReport {
@@ -134,8 +136,21 @@ pub fn run_suite(
     run: &Runner<'_>,
     threads: usize,
 ) -> SuiteReport {
+    run_suite_with(dirs, tol, covered, run, threads, &|| {})
+}
+
+/// [`run_suite`], calling `done` after each test (from the thread that ran it): a progress bar.
+pub fn run_suite_with(
+    dirs: &[PathBuf],
+    tol: Tolerance,
+    covered: &Coverage<'_>,
+    run: &Runner<'_>,
+    threads: usize,
+    done: &(dyn Fn() + Sync),
+) -> SuiteReport {
     let next = AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<(String, Outcome)>>> = (0..dirs.len())
+    type Slot = std::sync::Mutex<Option<(String, Outcome, f64)>>;
+    let slots: Vec<Slot> = (0..dirs.len())
         .map(|_| std::sync::Mutex::new(None))
         .collect();
     std::thread::scope(|s| {
@@ -148,6 +163,7 @@ pub fn run_suite(
                     .unwrap_or_default()
                     .to_string_lossy()
                     .to_string();
+                let t0 = std::time::Instant::now();
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     match load_test(dir) {
                         Err(e) => Outcome::Failed(format!("cannot load: {e}")),
@@ -165,16 +181,21 @@ pub fn run_suite(
                         .unwrap_or_default();
                     Outcome::Failed(format!("panicked: {msg}"))
                 });
-                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some((name, outcome));
+                let ms = t0.elapsed().as_secs_f64() * 1e3;
+                *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = Some((name, outcome, ms));
+                done();
             });
         }
     });
-    SuiteReport {
-        results: slots
-            .into_iter()
-            .filter_map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect(),
+    let mut report = SuiteReport::default();
+    for (name, outcome, ms) in slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+    {
+        report.results.push((name, outcome));
+        report.times_ms.push(ms);
     }
+    report
 }
 
 /// The reference runner over `registry`.

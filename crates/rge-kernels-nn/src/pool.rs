@@ -88,7 +88,10 @@ struct Pool {
 
 pub(crate) fn create_average_pool(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(Pool {
-        win: WindowAttrs::parse(init)?,
+        win: WindowAttrs {
+            short_input_window: true,
+            ..WindowAttrs::parse(init)?
+        },
         mode: Mode::Avg {
             include_pad: init.int_or("count_include_pad", 0)? != 0,
         },
@@ -97,7 +100,10 @@ pub(crate) fn create_average_pool(init: &KernelInit<'_>) -> KernelResult<Box<dyn
 
 pub(crate) fn create_lp_pool(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(Pool {
-        win: WindowAttrs::parse(init)?,
+        win: WindowAttrs {
+            short_input_window: true,
+            ..WindowAttrs::parse(init)?
+        },
         mode: Mode::Lp(init.float_or("p", 2.0)? as f64),
     }))
 }
@@ -187,7 +193,10 @@ struct MaxPool {
 
 pub(crate) fn create_max_pool(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(MaxPool {
-        win: WindowAttrs::parse(init)?,
+        win: WindowAttrs {
+            short_input_window: true,
+            ..WindowAttrs::parse(init)?
+        },
         column_major: init.int_or("storage_order", 0)? != 0,
     }))
 }
@@ -299,6 +308,13 @@ fn global_typed<T: Real>(mode: Global, ctx: &mut KernelCtx<'_>) -> KernelResult<
     let x = ctx.input(0)?;
     let (n, c, spatial) = nc_spatial(x.shape(), 2)?;
     let insz: usize = spatial.iter().product();
+    if insz == 0 && n * c > 0 {
+        // The mean (or max) of nothing: refused, as onnxruntime does, rather than NaN.
+        return Err(KernelError::invalid(format!(
+            "input {:?} has an empty spatial map: a global pool of no elements has no value",
+            x.shape()
+        )));
+    }
     let mut shape = vec![n, c];
     shape.extend(spatial.iter().map(|_| 1));
     let xs = x.as_slice::<T>()?;

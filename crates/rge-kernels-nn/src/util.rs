@@ -147,6 +147,10 @@ pub struct WindowAttrs {
     pub dilations: Option<Vec<usize>>,
     pub pads: Option<Vec<i64>>,
     pub ceil_mode: bool,
+    /// Pools: a padded input shorter than the kernel still gives one window when the
+    /// shortfall is under the stride (onnxruntime's truncating output-size rule; the spec's
+    /// floor gives 0). Off for convolutions.
+    pub short_input_window: bool,
 }
 
 impl WindowAttrs {
@@ -174,6 +178,7 @@ impl WindowAttrs {
             dilations,
             pads,
             ceil_mode: init.int_or("ceil_mode", 0)? != 0,
+            short_input_window: false,
         })
     }
 
@@ -237,7 +242,7 @@ impl WindowAttrs {
                     }
                     let padded = d + pads_begin[i] + pads_end[i];
                     out[i] = if padded < dk {
-                        0
+                        usize::from(self.short_input_window && dk - padded < s)
                     } else if self.ceil_mode {
                         let mut o = (padded - dk).div_ceil(s) + 1;
                         // The last window must start inside the input or the begin padding.

@@ -231,6 +231,26 @@ fn pools_on_edge_geometry() {
 }
 
 #[test]
+fn pools_of_an_input_shorter_than_the_kernel_follow_onnxruntime() {
+    // Height 1, kernel 2, stride 2: one window (onnxruntime's truncating output size), over
+    // the row only. Kernel 3: no window, and the global pool of the empty map is an error,
+    // never NaN.
+    let x = t(&[1, 1, 1, 4], vec![0f32, 1.0, 2.0, 3.0]);
+    let attrs = [("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))];
+    let r = run("MaxPool", 22, &attrs, std::slice::from_ref(&x), 1).unwrap();
+    assert_eq!(out_f32(&r, 0), (vec![1, 1, 1, 2], vec![1.0, 3.0]));
+    let r = run("AveragePool", 22, &attrs, std::slice::from_ref(&x), 1).unwrap();
+    assert_eq!(out_f32(&r, 0), (vec![1, 1, 1, 2], vec![0.5, 2.5]));
+    let attrs = [("kernel_shape", ints(&[3, 3])), ("strides", ints(&[2, 2]))];
+    let r = run("MaxPool", 22, &attrs, std::slice::from_ref(&x), 1).unwrap();
+    let (shape, _) = out_f32(&r, 0);
+    assert_eq!(shape, vec![1, 1, 0, 1]);
+    let empty = t(&[1, 1, 0, 1], Vec::<f32>::new());
+    let e = run("GlobalAveragePool", 22, &[], &[empty], 1).unwrap_err();
+    assert!(e.to_string().contains("empty spatial map"), "{e}");
+}
+
+#[test]
 fn max_unpool_rejects_bad_indices() {
     let x = t(&[1, 1, 1, 1], vec![1f32]);
     let attrs = [("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))];

@@ -561,7 +561,9 @@ impl<'e> Lowering<'e> {
             .compile_state()
             .map(|c| c.workspace_bytes.clone())
             .unwrap_or_default();
+        let shapes = shapes_text(op);
         self.steps.push(Step {
+            shapes,
             node: op.name().to_string(),
             op_type: op.op_type().to_string(),
             engine,
@@ -580,6 +582,27 @@ impl<'e> Lowering<'e> {
         self.eff.insert(n, SmallVec::from_elem(step, 1));
         Ok(())
     }
+}
+
+/// `[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`: the op's input and output shapes (`?` for an
+/// unknown dim, `[*]` for an unknown rank, `-` for an absent optional input).
+fn shapes_text(op: &rge_ir::OpDesc) -> Arc<str> {
+    fn one(d: Option<&TensorDesc>) -> String {
+        let Some(d) = d else { return "-".into() };
+        let s = d.shape();
+        if s.is_unknown_rank() {
+            return "[*]".into();
+        }
+        let dims: Vec<String> = s
+            .dims()
+            .iter()
+            .map(|&x| if x < 0 { "?".into() } else { x.to_string() })
+            .collect();
+        format!("[{}]", dims.join(","))
+    }
+    let ins: Vec<String> = (0..op.input_count()).map(|i| one(op.input(i))).collect();
+    let outs: Vec<String> = (0..op.output_count()).map(|i| one(op.output(i))).collect();
+    format!("{} -> {}", ins.join(" "), outs.join(" ")).into()
 }
 
 /// The local engine's converter: graph I/O, constants, no-ops, and views without a copy when

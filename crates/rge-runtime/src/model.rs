@@ -90,7 +90,19 @@ impl Model {
         executor: ExecutorKind,
         profile: Option<&Profiler>,
     ) -> RuntimeResult<Vec<Value>> {
-        let refs: Vec<Option<ValueRef<'_>>> = inputs.iter().map(|v| Some(v.as_ref())).collect();
+        let refs: Vec<ValueRef<'_>> = inputs.iter().map(Value::as_ref).collect();
+        self.run_refs(&refs, executor, profile)
+    }
+
+    /// [`Model::run_with`] over borrowed inputs (memory the caller owns, e.g. a numpy array's:
+    /// nothing is copied).
+    pub fn run_refs(
+        &self,
+        inputs: &[ValueRef<'_>],
+        executor: ExecutorKind,
+        profile: Option<&Profiler>,
+    ) -> RuntimeResult<Vec<Value>> {
+        let refs: Vec<Option<ValueRef<'_>>> = inputs.iter().map(|v| Some(*v)).collect();
         let expected = self.inputs().len();
         if inputs.len() > expected {
             return Err(RuntimeError::input(

@@ -16,6 +16,8 @@ pub struct ProfileEvent {
     /// The kernel definition that ran (e.g. `cpu.Conv`).
     pub kernel: String,
     pub stream: Option<u32>,
+    /// Input and output shapes as compiled (see `Step::shapes`).
+    pub shapes: std::sync::Arc<str>,
     /// Lane: the stream executor's stream, or the worker thread.
     pub lane: usize,
     /// Microseconds since the profiler was made.
@@ -69,6 +71,7 @@ impl Profiler {
             engine: step.engine.clone(),
             kernel: step.kernel_name.clone(),
             stream: step.stream,
+            shapes: step.shapes.clone(),
             lane,
             start_us: start.duration_since(self.origin).as_secs_f64() * 1e6,
             dur_us: end.duration_since(start).as_secs_f64() * 1e6,
@@ -111,7 +114,7 @@ impl Profiler {
             let stream = e.stream.map_or("null".to_string(), |s| s.to_string());
             let _ = write!(
                 out,
-                "{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"engine\":{},\"kernel\":{},\"op_type\":{},\"stream\":{}}}}}",
+                "{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"engine\":{},\"kernel\":{},\"op_type\":{},\"shapes\":{},\"stream\":{}}}}}",
                 json_str(&e.node),
                 json_str(&e.engine),
                 e.lane,
@@ -120,6 +123,7 @@ impl Profiler {
                 json_str(&e.engine),
                 json_str(&e.kernel),
                 json_str(&e.op_type),
+                json_str(&e.shapes),
                 stream
             );
         }

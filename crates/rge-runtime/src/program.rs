@@ -94,6 +94,9 @@ pub struct Step {
     /// `(input, output)` the output may be written over (the kernel's `reuse_input`, or its
     /// definition's in-place fact).
     pub in_place: Option<(usize, usize)>,
+    /// The op's input and output shapes as compiled (`[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`,
+    /// `?` for a dim known only at run time): what the profiler reports per node.
+    pub shapes: Arc<str>,
 }
 
 impl std::fmt::Debug for Step {

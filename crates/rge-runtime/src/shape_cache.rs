@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rge_ir::{attr_names, op_types, ComputeGraph, NodeId, Shape};
-use rge_kernels::{DType, Value};
+use rge_kernels::{DType, Value, ValueRef};
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::ExecutorKind;
@@ -185,6 +185,12 @@ impl ShapeSpecializedModel {
     /// The key of `inputs`, checked against the declared inputs: the count, each tensor's
     /// rank and its static dims.
     pub fn key_of(&self, inputs: &[Value]) -> RuntimeResult<ShapeKey> {
+        let refs: Vec<ValueRef<'_>> = inputs.iter().map(Value::as_ref).collect();
+        self.key_of_refs(&refs)
+    }
+
+    /// [`ShapeSpecializedModel::key_of`] over borrowed inputs.
+    pub fn key_of_refs(&self, inputs: &[ValueRef<'_>]) -> RuntimeResult<ShapeKey> {
         if inputs.len() != self.inputs.len() {
             return Err(RuntimeError::input(
                 format!("#{}", inputs.len().min(self.inputs.len())),
@@ -198,7 +204,7 @@ impl ShapeSpecializedModel {
         let mut key = Vec::with_capacity(inputs.len());
         for ((_, spec), v) in self.inputs.iter().zip(inputs) {
             let dims = match v {
-                Value::Tensor(t) if spec.tensor => Some(t.shape().to_vec()),
+                ValueRef::Tensor(t) if spec.tensor => Some(t.shape().to_vec()),
                 _ => None,
             };
             if let (Some(got), Some(declared)) = (&dims, &spec.dims) {
@@ -306,6 +312,18 @@ impl ShapeSpecializedModel {
         profile: Option<&Profiler>,
     ) -> RuntimeResult<Vec<Value>> {
         self.model_for(inputs)?.run_with(inputs, executor, profile)
+    }
+
+    /// [`ShapeSpecializedModel::run_with`] over borrowed inputs (nothing is copied).
+    pub fn run_refs(
+        &self,
+        inputs: &[ValueRef<'_>],
+        executor: ExecutorKind,
+        profile: Option<&Profiler>,
+    ) -> RuntimeResult<Vec<Value>> {
+        let key = self.key_of_refs(inputs)?;
+        self.model_for_key(&key)?
+            .run_refs(inputs, executor, profile)
     }
 
     /// Runs with inputs by name (every input must be given once).

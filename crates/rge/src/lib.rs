@@ -14,3 +14,4 @@ pub mod engines;
 pub mod explain;
 pub mod kernels;
 pub mod model;
+pub mod ports;

@@ -47,6 +47,39 @@ struct EngineOpts {
     disable_passes: Option<String>,
 }
 
+/// How `run` and `bench` execute.
+#[derive(clap::Args, Debug, Clone)]
+struct ExecOpts {
+    /// The executor.
+    #[arg(long, default_value = "sequential",
+        value_parser = ["sequential", "topological", "parallel", "priority", "stream"])]
+    executor: String,
+    /// Threads: the parallel executor's workers, and each kernel's threads [default: 1].
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Random inputs of `run` and `bench`.
+#[derive(clap::Args, Debug, Clone)]
+struct RandomOpts {
+    /// Fill the inputs not given by --input with random data (by default only when no input
+    /// is given).
+    #[arg(long)]
+    random_inputs: bool,
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = cli::inputs::DEFAULT_SEED)]
+    seed: u64,
+}
+
+impl RandomOpts {
+    fn args(&self) -> cli::inputs::RandomInputs {
+        cli::inputs::RandomInputs {
+            forced: self.random_inputs,
+            seed: Some(self.seed),
+        }
+    }
+}
+
 impl EngineOpts {
     fn args(self) -> rge::engines::EngineArgs {
         rge::engines::EngineArgs {
@@ -65,6 +98,7 @@ enum Command {
     /// Format, graphs, op type counts, inputs and outputs, weight bytes.
     Inspect {
         file: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Infer and print every tensor's dtype and shape.
@@ -73,9 +107,13 @@ enum Command {
         /// NAME=D0,D1,…: fix an input's dims before inference; repeatable.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shape: Vec<String>,
+        /// Count Data, NetOutput and Const nodes among the op types too.
+        #[arg(long)]
+        all_ops: bool,
     },
     /// Engines: cost, runtime, atomic/composite, stream flags, op types supported.
     Engines {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -84,6 +122,7 @@ enum Command {
     /// Engine of every node, with the reason.
     Place {
         file: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -93,6 +132,7 @@ enum Command {
     /// kernel and memory space; the transfers; a summary per engine.
     Explain {
         file: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Write an HTML page with the partitioned graph as SVG.
@@ -109,64 +149,76 @@ enum Command {
         /// Write a DOT graph with nodes coloured by engine.
         #[arg(long)]
         dot: Option<PathBuf>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Registered ops: domain, version range, inputs, outputs, attributes.
     Ops {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Convert between .onnx, GE ModelDef .pb/.txt/.pbtxt, .dump and .dot (by extension).
     Convert { input: PathBuf, output: PathBuf },
-    /// Compile (or load a compiled model) and run it; inputs from .npy/.pb, random otherwise.
+    /// Compile (or load a compiled model) and run it; inputs from .npy/.pb, random when none is
+    /// given (or with --random-inputs); or, with --check DIR, run an ONNX test folder and
+    /// compare with its outputs.
     Run {
-        model: PathBuf,
-        /// NAME=FILE (.npy or ONNX TensorProto .pb); repeatable.
-        #[arg(long = "input")]
+        /// The model (.onnx, GE .pb/.txt, or a compiled model); not with --check.
+        #[arg(required_unless_present = "check")]
+        model: Option<PathBuf>,
+        /// NAME=FILE (.npy or ONNX TensorProto .pb); repeatable, each input once.
+        #[arg(long = "input", value_name = "NAME=FILE")]
         inputs: Vec<String>,
+        #[command(flatten)]
+        random: RandomOpts,
         /// Write every output as DIR/NAME.npy.
         #[arg(long)]
         output_dir: Option<PathBuf>,
-        /// sequential, topological, parallel, priority or stream.
-        #[arg(long)]
-        executor: Option<String>,
-        /// Worker threads of the parallel executor.
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Write a Chrome trace of the run.
-        #[arg(long)]
+        #[command(flatten)]
+        exec: ExecOpts,
+        /// Write a Chrome trace of the run and print the per-op summary.
+        #[arg(long, value_name = "TRACE.json")]
         profile: Option<PathBuf>,
         /// NAME=D0,D1,…: fix an input's dims before compiling; repeatable.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// Run an ONNX test folder (model.onnx + test_data_set_*/) and compare the outputs.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["model", "inputs", "profile", "output_dir", "shapes"])]
+        check: Option<PathBuf>,
+        /// --check: relative tolerance [default: 1e-3].
+        #[arg(long, requires = "check")]
+        rtol: Option<f64>,
+        /// --check: absolute tolerance [default: 1e-5].
+        #[arg(long, requires = "check")]
+        atol: Option<f64>,
         #[command(flatten)]
         engines: EngineOpts,
     },
-    /// Compile once (timed), warm up, time each run: min/median/p90 and time share per op type.
+    /// Compile once (timed), warm up, time each run: min/median/p90, then the per-op profile.
     Bench {
         model: PathBuf,
-        /// NAME=FILE (.npy or ONNX TensorProto .pb); repeatable; others are random.
-        #[arg(long = "input")]
+        /// NAME=FILE (.npy or ONNX TensorProto .pb); repeatable, each input once.
+        #[arg(long = "input", value_name = "NAME=FILE")]
         inputs: Vec<String>,
+        #[command(flatten)]
+        random: RandomOpts,
         /// NAME=D0,D1,…: fix an input's dims before compiling; repeatable.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
-        /// Executor pool and kernel threads.
-        #[arg(long)]
-        threads: Option<usize>,
         /// Timed runs.
         #[arg(long, default_value_t = cli::bench::DEFAULT_RUNS)]
         runs: usize,
         /// Untimed runs before the timed ones.
         #[arg(long, default_value_t = cli::bench::DEFAULT_WARMUP)]
         warmup: usize,
-        /// sequential, topological, parallel, priority or stream.
-        #[arg(long)]
-        executor: Option<String>,
+        #[command(flatten)]
+        exec: ExecOpts,
         /// Write the outputs of the last timed run as DIR/NAME.npy.
         #[arg(long)]
         output_dir: Option<PathBuf>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -189,9 +241,10 @@ enum Command {
         /// Only tests whose folder name matches this regex.
         #[arg(long)]
         filter: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Exit with an error when fewer tests pass (CI's floor).
+        /// Pass when at least N tests pass (CI's floor); without it any failure fails.
         #[arg(long)]
         min_pass: Option<usize>,
         /// Tests run at once (0: one per core).
@@ -201,8 +254,10 @@ enum Command {
     /// Print node names in topological order.
     Sort {
         file: PathBuf,
-        #[arg(long, default_value = "dfs", value_parser = cli::sort::parse_mode)]
-        mode: rge::ir::SortMode,
+        /// The sort order.
+        #[arg(long, default_value = "dfs", value_parser = ["bfs", "dfs", "rdfs", "stable-rdfs"])]
+        mode: String,
+        /// Among ready nodes, prefer those that free memory first.
         #[arg(long)]
         memory_priority: bool,
     },
@@ -216,6 +271,7 @@ fn main() -> ExitCode {
             json,
             shapes,
             shape,
+            all_ops,
         } => {
             if shapes {
                 cli::shapes::run_with_shapes(&file, json, &shape)
@@ -224,7 +280,7 @@ fn main() -> ExitCode {
                     "--shape `{s}`: only with --shapes"
                 )))
             } else {
-                cli::inspect::run(&file, json)
+                cli::inspect::run_with(&file, json, all_ops)
             }
         }
         Command::Ops { json } => cli::ops::run(json),
@@ -250,32 +306,51 @@ fn main() -> ExitCode {
         Command::Run {
             model,
             inputs,
+            random,
             output_dir,
-            executor,
-            threads,
+            exec,
             profile,
             shapes,
+            check,
+            rtol,
+            atol,
             engines,
-        } => cli::run::run_with_shapes(
-            &cli::run::RunArgs {
-                model,
-                inputs,
-                output_dir,
-                executor,
-                threads,
-                profile,
-                engines: engines.args(),
-            },
-            &shapes,
-        ),
+        } => match (check, model) {
+            (Some(dir), _) => cli::run::executor_of(Some(&exec.executor), exec.threads).and_then(
+                |(executor, _)| {
+                    cli::check::run(&cli::check::CheckArgs {
+                        dir: &dir,
+                        rtol,
+                        atol,
+                        executor,
+                        threads: exec.threads,
+                        engines: &engines.args(),
+                    })
+                },
+            ),
+            (None, Some(model)) => cli::run::run_with_shapes(
+                &cli::run::RunArgs {
+                    model,
+                    inputs,
+                    output_dir,
+                    executor: Some(exec.executor),
+                    threads: exec.threads,
+                    profile,
+                    engines: engines.args(),
+                    random: random.args(),
+                },
+                &shapes,
+            ),
+            (None, None) => Err(cli::CliError::new("run: give a model, or --check DIR")),
+        },
         Command::Bench {
             model,
             inputs,
+            random,
             shapes,
-            threads,
             runs,
             warmup,
-            executor,
+            exec,
             output_dir,
             json,
             engines,
@@ -283,13 +358,14 @@ fn main() -> ExitCode {
             model,
             inputs,
             shapes,
-            threads,
-            executor,
+            threads: exec.threads,
+            executor: Some(exec.executor),
             runs,
             warmup,
             json,
             output_dir,
             engines: engines.args(),
+            random: random.args(),
         }),
         Command::Compile {
             model,
@@ -314,16 +390,29 @@ fn main() -> ExitCode {
             file,
             mode,
             memory_priority,
-        } => cli::sort::run(&file, mode, memory_priority),
+        } => cli::sort::parse_mode(&mode)
+            .map_err(cli::CliError::new)
+            .and_then(|mode| cli::sort::run(&file, mode, memory_priority)),
     };
     match result {
         Ok(out) => {
-            print!("{out}");
+            print_out(&out);
             ExitCode::SUCCESS
         }
         Err(e) => {
+            print_out(&e.output);
             eprintln!("rge: {}", e.message);
             ExitCode::from(e.code.clamp(1, 255) as u8)
         }
     }
+}
+
+/// Writes a command's output to stdout. A reader that went away (`rge place … | head -1`) ends
+/// the output quietly: a closed pipe is no error of the command.
+fn print_out(out: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush());
 }

@@ -50,8 +50,19 @@ impl FileFormat {
     }
 }
 
+/// The newest ONNX opset rge knows: onnx 1.23.2's, whose operators rge's prototypes follow and
+/// whose node tests CI runs. A model importing a newer one is refused (its ops may mean what
+/// rge does not know).
+pub const NEWEST_ONNX_OPSET: i64 = 28;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    #[error("{}: imports ONNX opset {version} (domain `{domain}`), newer than any rge knows (the newest is {NEWEST_ONNX_OPSET}); export the model for opset {NEWEST_ONNX_OPSET} or older", path.display())]
+    UnknownOpset {
+        path: PathBuf,
+        domain: String,
+        version: i64,
+    },
     #[error("{}: unknown file extension (expected .onnx, .pb, .txt, .pbtxt, .dump or .dot)", path.display())]
     UnknownExtension { path: PathBuf },
     #[error("{}: not a model rge reads ({tried})", path.display())]
@@ -107,7 +118,7 @@ pub fn load(path: &Path) -> Result<(Model, FileFormat), ModelError> {
         Err(e) => return Err(e),
     };
     let model = match format {
-        FileFormat::Onnx => Model::Onnx(onnx::import_file(path)?),
+        FileFormat::Onnx => Model::Onnx(check_opsets(path, onnx::import_file(path)?)?),
         FileFormat::GeBinary => Model::Ge(GeModel::read_binary(path)?),
         FileFormat::GeText => Model::Ge(GeModel::read_text(path)?),
         FileFormat::Dump | FileFormat::Dot => {
@@ -118,6 +129,24 @@ pub fn load(path: &Path) -> Result<(Model, FileFormat), ModelError> {
         }
     };
     Ok((model, format))
+}
+
+/// Refuses an ONNX model importing a default-domain opset newer than [`NEWEST_ONNX_OPSET`].
+pub fn check_opsets(path: &Path, m: OnnxModel) -> Result<OnnxModel, ModelError> {
+    for (domain, version) in &m.opset_imports {
+        if (domain.is_empty() || domain == "ai.onnx") && *version > NEWEST_ONNX_OPSET {
+            return Err(ModelError::UnknownOpset {
+                path: path.to_path_buf(),
+                domain: if domain.is_empty() {
+                    "ai.onnx".into()
+                } else {
+                    domain.clone()
+                },
+                version: *version,
+            });
+        }
+    }
+    Ok(m)
 }
 
 fn load_by_content(path: &Path) -> Result<(Model, FileFormat), ModelError> {
@@ -134,7 +163,7 @@ fn load_by_content(path: &Path) -> Result<(Model, FileFormat), ModelError> {
         }
     }
     let onnx_err = match onnx::import_bytes_in(bytes.clone(), &origin, path.parent()) {
-        Ok(m) => return Ok((Model::Onnx(m), FileFormat::Onnx)),
+        Ok(m) => return Ok((Model::Onnx(check_opsets(path, m)?), FileFormat::Onnx)),
         Err(e) => e.to_string(),
     };
     let ge_err = match GeModel::from_binary_bytes(bytes.clone(), &origin) {

@@ -121,12 +121,19 @@ fn a_passing_test_and_the_summary_line() {
     assert_eq!(v["results"][0]["status"], "passed");
 }
 
+/// A run with failures: an error (exit 1) that still prints the report.
+fn failing(a: &ConformanceArgs<'_>) -> String {
+    let e = run(a).unwrap_err();
+    assert!(e.message.contains("node tests failed"), "{}", e.message);
+    e.output
+}
+
 #[test]
 fn missing_file_and_wrong_dtype_are_failures_with_reasons() {
     let root = tmp("bad");
     let dir = add_test(&root);
     std::fs::remove_file(dir.join("test_data_set_0/output_0.pb")).unwrap();
-    let out = run(&args(&root)).unwrap();
+    let out = failing(&args(&root));
     assert!(out.contains("test_add_tiny: cannot load"), "{out}");
     assert!(out.contains("expected outputs"), "{out}");
     assert_eq!(out.lines().last(), Some("0 passed, 1 failed"));
@@ -143,12 +150,51 @@ fn missing_file_and_wrong_dtype_are_failures_with_reasons() {
         wrong.encode_to_vec(),
     )
     .unwrap();
-    let out = run(&args(&root)).unwrap();
+    let out = failing(&args(&root));
     assert!(out.contains("dtype FLOAT, expected INT64"), "{out}");
+    // The JSON has the reason and each test's time; a failure is still exit 1.
+    let e = run(&ConformanceArgs {
+        json: true,
+        ..args(&root)
+    })
+    .unwrap_err();
+    let v: serde_json::Value = serde_json::from_str(&e.output).unwrap();
+    assert_eq!(v["failed"], 1);
+    let r = &v["results"][0];
+    assert_eq!(r["status"], "failed");
+    assert!(
+        r["reason"].as_str().unwrap().contains("expected INT64"),
+        "{r}"
+    );
+    assert!(r["ms"].as_f64().unwrap() >= 0.0, "{r}");
+    assert!(v["total_ms"].as_f64().is_some(), "{v}");
+    // A floor the passes reach makes failures acceptable (CI's known failures).
+    assert!(run(&ConformanceArgs {
+        min_pass: Some(0),
+        ..args(&root)
+    })
+    .is_ok());
 
     std::fs::remove_file(dir.join("model.onnx")).unwrap();
-    let out = run(&args(&root)).unwrap();
+    let out = failing(&args(&root));
     assert!(out.contains("model.onnx: missing"), "{out}");
+}
+
+#[test]
+fn a_filter_matching_no_test_is_an_error() {
+    let root = tmp("filter");
+    add_test(&root);
+    let e = run(&ConformanceArgs {
+        filter: Some("^test_nothing_like_it$"),
+        ..args(&root)
+    })
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("--filter `^test_nothing_like_it$` matches no test"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]

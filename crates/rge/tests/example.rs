@@ -24,6 +24,7 @@ fn run_example(model: &Path, executor: &str, out: &Path) -> Vec<f32> {
         threads: Some(2),
         profile: None,
         engines: Default::default(),
+        random: Default::default(),
     })
     .unwrap_or_else(|e| panic!("{executor}: {}", e.message));
     let got = read_tensor(&out.join("probs.npy")).unwrap();

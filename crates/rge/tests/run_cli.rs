@@ -75,6 +75,7 @@ fn run_with_npy_input_writes_npy_outputs_and_a_trace() {
             threads: Some(2),
             profile: Some(trace.clone()),
             engines: Default::default(),
+            random: Default::default(),
         })
         .unwrap();
         assert!(out.contains("FLOAT[3, 2]"), "{out}");

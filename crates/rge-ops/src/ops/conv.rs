@@ -17,6 +17,7 @@ fn window_out(
     spatial: &[i64],
     kernel: &[i64],
     ceil_mode: bool,
+    pool: bool,
 ) -> OpResult<Vec<i64>> {
     let n = spatial.len();
     if kernel.len() != n {
@@ -58,6 +59,12 @@ fn window_out(
             }
             "NOTSET" | "" => {
                 let total = x.saturating_add(pads[i]).saturating_add(pads[i + n]);
+                // Pools: onnxruntime's output size truncates toward zero, so an input short
+                // of the kernel by less than the stride still has one (partial) window.
+                if pool && total < ek && ek - total < strides[i] {
+                    out.push(1);
+                    continue;
+                }
                 if total < ek {
                     bail!("padded spatial dim {i} ({total}) is smaller than the kernel ({ek})");
                 }
@@ -107,7 +114,7 @@ fn conv_with(ctx: &mut InferCtx<'_>, x_i: usize, w_i: usize, dtype: DataType) ->
         Some(k) => k.to_vec(),
         None => w[2..].to_vec(),
     };
-    let sp = window_out(ctx, &x[2..], &kernel, false)?;
+    let sp = window_out(ctx, &x[2..], &kernel, false, false)?;
     let mut out = vec![x[0], w[0]];
     out.extend(sp);
     ctx.set_output_dims(0, dtype, &out);
@@ -231,7 +238,7 @@ fn pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         bail!("required attribute `kernel_shape` is missing");
     };
     let ceil_mode = ctx.attr_int_opt("ceil_mode")?.unwrap_or(0) != 0;
-    let sp = window_out(ctx, &x[2..], kernel, ceil_mode)?;
+    let sp = window_out(ctx, &x[2..], kernel, ceil_mode, true)?;
     let mut out = x[..2].to_vec();
     out.extend(sp);
     ctx.set_output_dims(0, dt, &out);

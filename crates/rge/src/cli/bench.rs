@@ -2,8 +2,8 @@
 //! [--warmup N] [--executor KIND] [--output-dir DIR] [--json]`: compiles once (timed: load,
 //! compile pipeline, lowering, memory plan), runs the warm-up, then times each run; prints
 //! min/median/p90 and each op type's share of the step time, from separate profiled runs after
-//! the timed ones (so the timed runs carry no profiling cost). Inputs not given are random
-//! (seeded, as `rge run` makes them) of the declared dtype and shape. `--threads N` sets the
+//! the timed ones (so the timed runs carry no profiling cost), and the per-op summary with shapes
+//! (`cli::profile_summary`). Inputs are given or random as for `rge run` (`cli::inputs`). `--threads N` sets the
 //! session's executor pool and the kernel threads, as `rge run` does. Page: `docs/bench.md`.
 
 use std::collections::BTreeMap;
@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rge_kernels::{DType, Value};
-use rge_runtime::{io, ExecutorKind, Profiler};
+use rge_kernels::Value;
+use rge_runtime::{io, Profiler};
 use serde_json::json;
 
 use super::{CliError, CliResult};
@@ -41,6 +41,8 @@ pub struct BenchArgs {
     /// Write the outputs of the last timed run as DIR/NAME.npy.
     pub output_dir: Option<PathBuf>,
     pub engines: EngineArgs,
+    /// `--random-inputs` and `--seed`.
+    pub random: super::inputs::RandomInputs,
 }
 
 impl Default for BenchArgs {
@@ -56,6 +58,7 @@ impl Default for BenchArgs {
             json: false,
             output_dir: None,
             engines: EngineArgs::default(),
+            random: Default::default(),
         }
     }
 }
@@ -93,50 +96,25 @@ fn write_outputs(dir: &Path, names: &[&str], outs: &[Value]) -> Result<(), CliEr
 
 /// `rge bench`.
 pub fn run(args: &BenchArgs) -> CliResult {
-    let executor: ExecutorKind = match &args.executor {
-        Some(e) => e.parse()?,
-        None => ExecutorKind::Sequential,
-    };
-    if args.threads == Some(0) {
-        return Err(CliError::new("option `--threads`: must be at least 1"));
-    }
+    let (executor, note) = super::run::executor_of(args.executor.as_deref(), args.threads)?;
     if args.runs == 0 {
         return Err(CliError::new("option `--runs`: must be at least 1"));
     }
     let s = super::run::session(executor, args.threads, &args.engines)?;
 
     // Inputs from files first, so reading them is not part of the compile time.
-    let mut named: Vec<(String, Value)> = Vec::new();
-    let mut sources: BTreeMap<String, String> = BTreeMap::new();
-    for spec in &args.inputs {
-        let (name, file) = spec
-            .split_once('=')
-            .ok_or_else(|| CliError::new(format!("--input `{spec}`: expected NAME=FILE")))?;
-        if sources.contains_key(name) {
-            return Err(CliError::new(format!(
-                "--input `{spec}`: input `{name}` is given twice"
-            )));
-        }
-        let t = io::read_tensor(Path::new(file))
-            .map_err(|e| CliError::new(format!("--input `{spec}`: {e}")))?;
-        named.push((name.to_string(), Value::Tensor(t)));
-        sources.insert(name.to_string(), file.to_string());
-    }
+    let given = super::inputs::read(&args.inputs)?;
 
     let t0 = Instant::now();
     let built = super::shape_args::build(&s, &args.model, &args.shapes)?;
     let mut compile_ms = ms(t0);
-    for (k, spec) in built.inputs().iter().enumerate() {
-        if sources.contains_key(&spec.name) {
-            continue;
-        }
-        let dtype = spec.dtype.unwrap_or(DType::Float);
-        let dims = spec.dims.clone().unwrap_or_default();
-        let t = io::random_tensor(dtype, &dims, k as u64 + 1)?;
-        named.push((spec.name.clone(), Value::Tensor(t)));
-        sources.insert(spec.name.clone(), "random".into());
-    }
-    let inputs = built.order_inputs(&named)?;
+    let mut random_lines = String::new();
+    let given = super::inputs::fill(&built, given, args.random, &mut random_lines)?;
+    let sources: BTreeMap<String, String> = given
+        .iter()
+        .map(|g| (g.name.clone(), g.source.clone()))
+        .collect();
+    let inputs = built.order_inputs(&super::inputs::named(&given))?;
     let t1 = Instant::now();
     let m = built.model_for(&inputs)?;
     compile_ms += ms(t1);
@@ -160,8 +138,10 @@ pub fn run(args: &BenchArgs) -> CliResult {
     for _ in 0..profiled {
         run_once(Some(&profiler))?;
     }
+    let events = profiler.events();
+    let summary = super::profile_summary::summarize(&events, profiled);
     let mut by_op: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for e in profiler.events() {
+    for e in events {
         let slot = by_op.entry(e.op_type).or_default();
         slot.0 += e.dur_us;
         slot.1 += 1;
@@ -231,6 +211,7 @@ pub fn run(args: &BenchArgs) -> CliResult {
             "profiled_runs": profiled,
             "op_share": op_share,
             "op_ms": op_ms,
+            "profile": super::profile_summary::to_json(&summary),
             "steps": steps,
             "arena_bytes": plan.arena_bytes,
             "compilations": built.compilations(),
@@ -243,6 +224,9 @@ pub fn run(args: &BenchArgs) -> CliResult {
         ));
     }
     let mut out = String::new();
+    if let Some(n) = note {
+        let _ = writeln!(out, "{n}");
+    }
     for i in &input_list {
         let _ = writeln!(
             out,
@@ -277,5 +261,6 @@ pub fn run(args: &BenchArgs) -> CliResult {
             share * 100.0
         );
     }
+    out.push_str(&super::profile_summary::text(&summary));
     Ok(out)
 }

@@ -1,11 +1,13 @@
 //! `rge conformance DIR [--filter REGEX] [--json] [--min-pass N]`: runs ONNX backend node-test
 //! folders through the whole pipeline (import, infer, place, partition, compile, run) and
 //! compares with the stored outputs by ONNX Runtime's rule (rge-conformance). Prints one line per
-//! failing test with the reason, then `N passed, N failed`.
+//! failing test with the reason, then `N passed, N failed`. Exits 1 when a test fails (with
+//! `--min-pass N`: when fewer than N pass) or when `--filter` matches no test; `--json` has each
+//! test's status, reason and time. A progress bar shows on a terminal.
 
 use std::path::Path;
 
-use rge_conformance::{list_tests, run_suite, NodeTest, Outcome, Tolerance};
+use rge_conformance::{list_tests, run_suite_with, NodeTest, Outcome, Tolerance};
 use rge_kernels::Value;
 use rge_runtime::{Session, SessionOptions};
 use serde_json::json;
@@ -52,6 +54,12 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
         )));
     }
     let dirs = list_tests(args.dir, args.filter).map_err(CliError::new)?;
+    if dirs.is_empty() {
+        return Err(CliError::new(match args.filter {
+            Some(f) => format!("--filter `{f}` matches no test in {}", args.dir.display()),
+            None => format!("{}: no node-test folders in it", args.dir.display()),
+        }));
+    }
     let session = session().map_err(CliError::new)?;
     let runner = |test: &NodeTest, inputs: &[Value]| -> Result<Vec<Value>, String> {
         let model = session
@@ -65,7 +73,18 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
     } else {
         args.jobs
     };
-    let report = run_suite(&dirs, Tolerance::default(), &covered, &runner, jobs);
+    let bar = super::progress::bar(dirs.len() as u64, "conformance");
+    let done = || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    };
+    let t0 = std::time::Instant::now();
+    let report = run_suite_with(&dirs, Tolerance::default(), &covered, &runner, jobs, &done);
+    let total_ms = t0.elapsed().as_secs_f64() * 1e3;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     let known = known_failures();
     let reason_listed = |name: &str| known.iter().find(|k| k.0 == name).map(|k| k.1);
     let passed = report.passed();
@@ -75,18 +94,23 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
         let results: Vec<_> = report
             .results
             .iter()
-            .map(|(name, o)| match o {
-                Outcome::Passed => json!({"name": name, "status": "passed"}),
+            .zip(&report.times_ms)
+            .map(|((name, o), ms)| match o {
+                Outcome::Passed => json!({"name": name, "status": "passed", "ms": ms}),
                 Outcome::Failed(why) => json!({
                     "name": name, "status": "failed", "reason": why,
-                    "known": reason_listed(name),
+                    "known": reason_listed(name), "ms": ms,
                 }),
-                Outcome::Uncovered(ops) => json!({"name": name, "status": "uncovered", "ops": ops}),
+                Outcome::Uncovered(ops) => json!({
+                    "name": name, "status": "uncovered", "reason": format!("no kernel for {}", ops.join(", ")),
+                    "ops": ops, "ms": ms,
+                }),
             })
             .collect();
         out = serde_json::to_string_pretty(&json!({
             "passed": passed,
             "failed": failed.len(),
+            "total_ms": total_ms,
             "results": results,
         }))
         .map_err(CliError::new)?;
@@ -100,13 +124,19 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
         }
         out.push_str(&format!("{passed} passed, {} failed\n", failed.len()));
     }
-    if let Some(min) = args.min_pass {
-        if passed < min {
-            print!("{out}");
-            return Err(CliError::new(format!(
-                "{passed} node tests passed, below the floor of {min}"
-            )));
-        }
+    let verdict = match args.min_pass {
+        Some(min) if passed < min => Some(format!(
+            "{passed} node tests passed, below the floor of {min}"
+        )),
+        None if !failed.is_empty() => Some(format!(
+            "{} of {} node tests failed",
+            failed.len(),
+            report.results.len()
+        )),
+        _ => None,
+    };
+    match verdict {
+        Some(msg) => Err(CliError::with_output(out, msg)),
+        None => Ok(out),
     }
-    Ok(out)
 }

@@ -1,13 +1,17 @@
 //! The `rge` commands as functions that return their output, so tests can call them.
 
 pub mod bench;
+pub mod check;
 pub mod compile;
 pub mod conformance;
 pub mod convert;
 pub mod engines;
 pub mod explain;
+pub mod inputs;
 pub mod inspect;
 pub mod ops;
+pub mod profile_summary;
+pub mod progress;
 pub mod run;
 pub mod shape_args;
 pub mod shapes;
@@ -18,6 +22,8 @@ pub mod sort;
 pub struct CliError {
     pub message: String,
     pub code: i32,
+    /// What the command printed before failing (a report whose verdict is the failure).
+    pub output: String,
 }
 
 impl CliError {
@@ -25,6 +31,15 @@ impl CliError {
         CliError {
             message: message.to_string(),
             code: 1,
+            output: String::new(),
+        }
+    }
+
+    /// A failure that still prints `output` (to stdout) before the message.
+    pub fn with_output(output: String, message: impl std::fmt::Display) -> Self {
+        CliError {
+            output,
+            ..CliError::new(message)
         }
     }
 }

@@ -1,14 +1,15 @@
 //! `rge run MODEL [--input NAME=FILE]... [--output-dir DIR] [--executor KIND] [--threads N]
 //! [--profile trace.json]`: compiles (or loads a compiled model) and runs it. Inputs come from
-//! `.npy` or ONNX `TensorProto` `.pb` files; inputs not given are random, of the declared dtype
-//! and shape. Outputs are summarized and, with `--output-dir`, written as `.npy`.
+//! `.npy` or ONNX `TensorProto` `.pb` files; with none given they are random, of the declared
+//! dtype and shape (`cli::inputs`). Outputs are summarized and, with `--output-dir`, written as
+//! `.npy`; `--profile` adds the Chrome trace and the per-op summary (`cli::profile_summary`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rge_kernels::{DType, Tensor, TensorData, Value};
+use rge_kernels::{Tensor, TensorData, Value};
 use rge_runtime::{io, ExecutorKind, Model, Profiler, Session, SessionOptions};
 
 use super::{CliError, CliResult};
@@ -26,6 +27,8 @@ pub struct RunArgs {
     pub threads: Option<usize>,
     pub profile: Option<PathBuf>,
     pub engines: EngineArgs,
+    /// `--random-inputs` and `--seed`.
+    pub random: super::inputs::RandomInputs,
 }
 
 /// A session over the command line's engine set.
@@ -135,41 +138,43 @@ pub fn run(args: &RunArgs) -> CliResult {
     run_with_shapes(args, &[])
 }
 
-/// `rge run` with `--shape NAME=DIMS` options (`shape_args`): inputs fixed before compiling;
-/// inputs left with unknown dims are compiled for the shapes they are run with.
-pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
-    let executor: ExecutorKind = match &args.executor {
+/// The executor `--executor` names (sequential when not given), and a note when `--threads`
+/// asks for more threads than that executor runs nodes on (the kernels still use them).
+pub fn executor_of(
+    executor: Option<&str>,
+    threads: Option<usize>,
+) -> Result<(ExecutorKind, Option<String>), CliError> {
+    let kind: ExecutorKind = match executor {
         Some(e) => e.parse()?,
         None => ExecutorKind::Sequential,
     };
-    if args.threads == Some(0) {
+    if threads == Some(0) {
         return Err(CliError::new("option `--threads`: must be at least 1"));
     }
+    let note = match threads {
+        Some(t) if t > 1 && kind != ExecutorKind::Parallel => Some(format!(
+            "note: --threads {t} sets the threads of each kernel; the {kind} executor runs one node at a time (--executor parallel runs nodes on {t} threads)"
+        )),
+        _ => None,
+    };
+    Ok((kind, note))
+}
+
+/// `rge run` with `--shape NAME=DIMS` options (`shape_args`): inputs fixed before compiling;
+/// inputs left with unknown dims are compiled for the shapes they are run with.
+pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
+    let (executor, note) = executor_of(args.executor.as_deref(), args.threads)?;
+    let given = super::inputs::read(&args.inputs)?;
     let s = session(executor, args.threads, &args.engines)?;
     let t0 = Instant::now();
     let built = super::shape_args::build(&s, &args.model, shapes)?;
     let mut build_ms = t0.elapsed().as_secs_f64() * 1e3;
     let mut out = String::new();
-    let mut given: Vec<(String, Value)> = Vec::new();
-    for spec in &args.inputs {
-        let (name, file) = spec
-            .split_once('=')
-            .ok_or_else(|| CliError::new(format!("--input `{spec}`: expected NAME=FILE")))?;
-        let t = io::read_tensor(Path::new(file))?;
-        given.push((name.to_string(), Value::Tensor(t)));
+    if let Some(n) = note {
+        let _ = writeln!(out, "{n}");
     }
-    let mut named = given.clone();
-    for (k, spec) in built.inputs().iter().enumerate() {
-        if given.iter().any(|(n, _)| n == &spec.name) {
-            continue;
-        }
-        let dtype = spec.dtype.unwrap_or(DType::Float);
-        let dims = spec.dims.clone().unwrap_or_default();
-        let t = io::random_tensor(dtype, &dims, k as u64 + 1)?;
-        let _ = writeln!(out, "input {}: random {}{:?}", spec.name, dtype, t.shape());
-        named.push((spec.name.clone(), Value::Tensor(t)));
-    }
-    let inputs = built.order_inputs(&named)?;
+    let given = super::inputs::fill(&built, given, args.random, &mut out)?;
+    let inputs = built.order_inputs(&super::inputs::named(&given))?;
     let t0 = Instant::now();
     let m = built.model_for(&inputs)?;
     build_ms += t0.elapsed().as_secs_f64() * 1e3;
@@ -209,12 +214,10 @@ pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
     if let (Some(p), Some(path)) = (&profiler, &args.profile) {
         std::fs::write(path, p.chrome_trace())
             .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
-        let _ = writeln!(
-            out,
-            "profile: {} ({} events)",
-            path.display(),
-            p.events().len()
-        );
+        let events = p.events();
+        let _ = writeln!(out, "profile: {} ({} events)", path.display(), events.len());
+        let summary = super::profile_summary::summarize(&events, 1);
+        out.push_str(&super::profile_summary::text(&summary));
     }
     Ok(out)
 }

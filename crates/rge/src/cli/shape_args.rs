@@ -191,6 +191,14 @@ impl Built {
         }
     }
 
+    /// The graph as given (a per-shape model) or as compiled.
+    pub fn graph(&self) -> &ComputeGraph {
+        match self {
+            Built::Fixed(m) => m.graph(),
+            Built::PerShape(m) => m.graph(),
+        }
+    }
+
     /// The model that runs `inputs` (for a per-shape model: compiled now unless cached).
     pub fn model_for(&self, inputs: &[Value]) -> Result<Arc<Model>, CliError> {
         match self {
@@ -254,9 +262,24 @@ pub fn build(s: &Session, path: &Path, shapes: &[String]) -> Result<Built, CliEr
     {
         return Ok(Built::PerShape(Box::new(s.compile_graph_for_shapes(g)?)));
     }
-    s.compile_graph(g)
-        .map(|m| Built::Fixed(Arc::new(m)))
-        .map_err(|e| CliError::new(format!("{}: {e}", path.display())))
+    compile_showing_progress(s, g, path).map(Built::Fixed)
+}
+
+/// Compiles `g`, with a spinner on a terminal when the graph is large (`cli::progress`).
+fn compile_showing_progress(
+    s: &Session,
+    g: ComputeGraph,
+    path: &Path,
+) -> Result<Arc<Model>, CliError> {
+    let spinner = super::progress::compiling(g.total_node_count());
+    let m = s
+        .compile_graph(g)
+        .map(Arc::new)
+        .map_err(|e| CliError::new(format!("{}: {e}", path.display())));
+    if let Some(sp) = spinner {
+        sp.finish_and_clear();
+    }
+    m
 }
 
 /// Builds `path` once, with `--shape` applied (inputs left dynamic stay dynamic): what `rge
@@ -272,7 +295,5 @@ pub fn build_once(s: &Session, path: &Path, shapes: &[String]) -> Result<Arc<Mod
         let line = rge_compiler::stages::stage_log_line("parse", start.elapsed());
         eprintln!("{line}");
     }
-    s.compile_graph(g)
-        .map(Arc::new)
-        .map_err(|e| CliError::new(format!("{}: {e}", path.display())))
+    compile_showing_progress(s, g, path)
 }

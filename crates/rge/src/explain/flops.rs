@@ -34,6 +34,9 @@ fn op_flops(op: &OpDesc) -> Option<u64> {
             mul(&[2, elements(out_shape(op, 0)?)?, dim(k)?])
         }
         "Attention" | "MultiHeadAttention" | "ScaledDotProductAttention" => attention(op),
+        "LSTM" => rnn(op, 4),
+        "GRU" => rnn(op, 3),
+        "RNN" => rnn(op, 1),
         "MaxPool" | "AveragePool" | "LpPool" => {
             let window = op.attrs().get_list_int("kernel_shape").ok().flatten()?;
             let window = product(window)?;
@@ -50,6 +53,33 @@ fn conv(op: &OpDesc, weight: usize) -> Option<u64> {
     let out = elements(out_shape(op, 0)?)?;
     let w = in_shape(op, weight)?;
     mul(&[2, out, product(w.dims().get(1..)?)?])
+}
+
+/// An RNN's input and recurrence products: X [seq, batch, in] (or [batch, seq, in] with
+/// `layout` 1), W [dirs, gates·hidden, in], R [dirs, gates·hidden, hidden]:
+/// 2 · seq · batch · dirs · gates·hidden · (in + hidden).
+fn rnn(op: &OpDesc, gates: u64) -> Option<u64> {
+    let x = in_shape(op, 0)?.dims();
+    let w = in_shape(op, 1)?.dims();
+    if x.len() != 3 || w.len() != 3 {
+        return None;
+    }
+    let layout = op.attrs().get_int("layout").ok().flatten().unwrap_or(0);
+    let (seq, batch) = if layout == 0 {
+        (x[0], x[1])
+    } else {
+        (x[1], x[0])
+    };
+    let rows = dim(w[1])?;
+    let hidden = rows / gates;
+    mul(&[
+        2,
+        dim(seq)?,
+        dim(batch)?,
+        dim(w[0])?,
+        rows,
+        dim(x[2])?.checked_add(hidden)?,
+    ])
 }
 
 /// Q·Kᵀ and A·V: 2·L·(Q elements) + 2·L·(Y elements), L the key length (K's dim -2 in both the
@@ -129,6 +159,25 @@ fn is_elementwise(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rnn_flops_count_the_input_and_recurrence_products() {
+        // LSTM: seq 5, batch 2, input 3, hidden 4 (W rows 16), one direction.
+        let f = flops(
+            "LSTM",
+            &[&[5, 2, 3], &[1, 16, 3], &[1, 16, 4]],
+            &[5, 1, 2, 4],
+            &[],
+        );
+        assert_eq!(f, 2 * 5 * 2 * 16 * (3 + 4));
+        let f = flops(
+            "GRU",
+            &[&[5, 2, 3], &[2, 12, 3], &[2, 12, 4]],
+            &[5, 2, 2, 4],
+            &[],
+        );
+        assert_eq!(f, 2 * 5 * 2 * 2 * 12 * (3 + 4));
+    }
     use rge_ir::{AttrValue, DataType, TensorDesc};
 
     fn desc(dims: &[i64]) -> TensorDesc {
