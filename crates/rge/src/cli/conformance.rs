@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rge_conformance::{list_tests, run_suite, NodeTest, Outcome, Tolerance};
+use rge_conformance::{list_tests, run_suite_by, NodeTest, Outcome, Tolerance};
 use rge_kernels::Value;
 use rge_runtime::{Session, SessionOptions};
 use serde_json::json;
@@ -14,6 +14,10 @@ use super::{CliError, CliResult};
 
 /// Tests that cannot pass for a reason outside rge, with the reason (conformance/known_failures.txt).
 pub const KNOWN_FAILURES: &str = include_str!("../../../../conformance/known_failures.txt");
+
+/// Tests compared by distribution, with their rule (conformance/compared_by_distribution.txt).
+pub const BY_DISTRIBUTION: &str =
+    include_str!("../../../../conformance/compared_by_distribution.txt");
 
 /// (test name, reason) of every listed test.
 pub fn known_failures() -> Vec<(&'static str, &'static str)> {
@@ -65,7 +69,9 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
     } else {
         args.jobs
     };
-    let report = run_suite(&dirs, Tolerance::default(), &covered, &runner, jobs);
+    let rules = rge_conformance::parse_rules(BY_DISTRIBUTION)
+        .map_err(|e| CliError::new(format!("conformance/compared_by_distribution.txt: {e}")))?;
+    let report = run_suite_by(&dirs, Tolerance::default(), &rules, &covered, &runner, jobs);
     let known = known_failures();
     let reason_listed = |name: &str| known.iter().find(|k| k.0 == name).map(|k| k.1);
     let passed = report.passed();
