@@ -4,7 +4,8 @@
 //! The engines themselves are rge-runtime's standard set over every kernel family
 //! ([`crate::kernels::default_kernels`]: `local`, `cpu`, `host`), the `dense` engine
 //! (`rge-dense`: packed GEMM and convolution kernels), the `rng` engine (`rge-rng`: Philox
-//! random generators and training-mode Dropout), then the plugins' engines.
+//! random generators and training-mode Dropout), the `media` engine (`rge-media`: image
+//! decode, resize, crop, colour, normalize), then the plugins' engines.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     b.standard_engines(&crate::kernels::default_kernels())?;
     b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_rng::rng_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    b.register(rge_media::media_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     for p in &args.plugins {
         b.load_plugin(p)?;
     }
