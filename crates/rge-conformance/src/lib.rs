@@ -6,13 +6,15 @@
 
 pub mod compare;
 pub mod data;
+pub mod distribution;
 pub mod reference;
 pub mod suite;
 
 pub use compare::{compare_values, Tolerance};
 pub use data::{load_test, NodeTest, TestDataSet};
+pub use distribution::{compare_by_distribution, parse_rules, DistRule};
 pub use reference::interpret;
 pub use suite::{
-    check_family, list_tests, node_tests_dir, run_suite, run_suite_with, Coverage, Outcome, Runner,
-    SuiteReport,
+    check_family, list_tests, node_tests_dir, run_suite, run_suite_by, run_suite_with, run_test_by,
+    Coverage, Outcome, Runner, SuiteReport,
 };

@@ -8,6 +8,7 @@ use rge_kernels::{KernelRegistry, Value};
 
 use crate::compare::{compare_values, Tolerance};
 use crate::data::{load_test, NodeTest};
+use crate::distribution::{compare_by_distribution, DistRule};
 use crate::reference::interpret;
 
 /// The node tests folder: `RGE_ONNX_NODE_TESTS`, else `<workspace>/build/onnx-node-tests/node`.
@@ -105,11 +106,27 @@ pub fn op_types_of(g: &ComputeGraph) -> Vec<(String, String)> {
 
 /// Runs one loaded test with `run` (graph, opsets, inputs → outputs) over every data set.
 pub fn run_test(test: &NodeTest, tol: Tolerance, run: &Runner<'_>) -> Outcome {
+    run_test_by(test, tol, None, run)
+}
+
+/// [`run_test`], comparing by distribution when `rule` is given (see [`crate::distribution`]).
+pub fn run_test_by(
+    test: &NodeTest,
+    tol: Tolerance,
+    rule: Option<DistRule>,
+    run: &Runner<'_>,
+) -> Outcome {
     for (k, set) in test.data_sets.iter().enumerate() {
         let got = match run(test, &set.inputs) {
             Ok(v) => v,
             Err(e) => return Outcome::Failed(e),
         };
+        if let Some(rule) = rule {
+            if let Err(e) = compare_by_distribution(rule, &set.inputs, &set.outputs, &got) {
+                return Outcome::Failed(format!("data set {k} (by distribution): {e}"));
+            }
+            continue;
+        }
         if got.len() != set.outputs.len() {
             return Outcome::Failed(format!(
                 "data set {k}: {} outputs, expected {}",
@@ -136,13 +153,27 @@ pub fn run_suite(
     run: &Runner<'_>,
     threads: usize,
 ) -> SuiteReport {
-    run_suite_with(dirs, tol, covered, run, threads, &|| {})
+    run_suite_with(dirs, tol, &[], covered, run, threads, &|| {})
 }
 
-/// [`run_suite`], calling `done` after each test (from the thread that ran it): a progress bar.
+/// [`run_suite`] with the tests named in `rules` compared by distribution.
+pub fn run_suite_by(
+    dirs: &[PathBuf],
+    tol: Tolerance,
+    rules: &[(String, DistRule)],
+    covered: &Coverage<'_>,
+    run: &Runner<'_>,
+    threads: usize,
+) -> SuiteReport {
+    run_suite_with(dirs, tol, rules, covered, run, threads, &|| {})
+}
+
+/// [`run_suite_by`], calling `done` after each test (from the thread that ran it): a progress
+/// bar.
 pub fn run_suite_with(
     dirs: &[PathBuf],
     tol: Tolerance,
+    rules: &[(String, DistRule)],
     covered: &Coverage<'_>,
     run: &Runner<'_>,
     threads: usize,
@@ -169,7 +200,10 @@ pub fn run_suite_with(
                         Err(e) => Outcome::Failed(format!("cannot load: {e}")),
                         Ok(test) => match covered(&test) {
                             Err(missing) => Outcome::Uncovered(missing),
-                            Ok(()) => run_test(&test, tol, run),
+                            Ok(()) => {
+                                let rule = rules.iter().find(|r| r.0 == name).map(|r| r.1);
+                                run_test_by(&test, tol, rule, run)
+                            }
                         },
                     }
                 }))

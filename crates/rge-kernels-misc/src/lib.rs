@@ -7,7 +7,7 @@ use rge_kernels::{KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
 mod det;
 mod grid;
-mod image;
+pub mod image;
 mod ml;
 mod nms;
 mod random;
@@ -50,7 +50,6 @@ pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
     b.register(d, "RandomNormalLike", random::create_random_normal_like)?;
     b.register(d, "RandomUniformLike", random::create_random_uniform_like)?;
     b.register(d, "Multinomial", random::create_multinomial)?;
-    b.register(d, "ImageDecoder", image::create_image_decoder)?;
     b.register(ML_DOMAIN, "LabelEncoder", ml::create_label_encoder)?;
     b.register(
         ML_DOMAIN,

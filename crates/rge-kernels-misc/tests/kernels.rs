@@ -10,6 +10,13 @@ use rge_kernels::{
 fn registry() -> KernelRegistry {
     let mut b = KernelRegistryBuilder::new();
     rge_kernels_misc::register(&mut b).expect("register");
+    // ImageDecoder runs on the media engine; its cpu-family decoder is still checked here.
+    b.register(
+        "",
+        "ImageDecoder",
+        rge_kernels_misc::image::create_image_decoder,
+    )
+    .expect("register");
     b.build()
 }
 

@@ -222,6 +222,7 @@ pub struct KernelCtx<'a> {
     outputs: &'a mut dyn OutputSink,
     threads: usize,
     subgraphs: Option<&'a dyn SubgraphRunner>,
+    run_key: u64,
 }
 
 impl<'a> KernelCtx<'a> {
@@ -232,7 +233,22 @@ impl<'a> KernelCtx<'a> {
             outputs,
             threads: 1,
             subgraphs: None,
+            run_key: 0,
         }
+    }
+
+    /// Sets the run key: a value the runtime draws for each run of a model (from the
+    /// session's entropy and a per-model run counter), which unseeded random kernels mix
+    /// into their stream so that every run draws different values.
+    pub fn with_run_key(mut self, key: u64) -> Self {
+        self.run_key = key;
+        self
+    }
+
+    /// The run key (0 when the caller set none: a single kernel call outside a model run).
+    #[inline]
+    pub fn run_key(&self) -> u64 {
+        self.run_key
     }
 
     /// Sets the number of threads kernels may use.

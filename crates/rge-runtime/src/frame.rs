@@ -214,7 +214,7 @@ impl<'a> Frame<'a> {
             pending: Vec::new(),
         };
         let result = {
-            let mut ctx = KernelCtx::new(ins, &mut sink);
+            let mut ctx = KernelCtx::new(ins, &mut sink).with_run_key(self.opts.run_key);
             if self.opts.kernel_threads > 1 {
                 ctx = ctx.with_threads(self.opts.kernel_threads);
             }

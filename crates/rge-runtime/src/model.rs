@@ -1,6 +1,7 @@
 //! A built model: the lowered root program with its memory plan and streams, ready to run from
 //! many threads at once (`Send + Sync`; each run takes its own arena from a pool).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rge_ir::ComputeGraph;
@@ -12,6 +13,35 @@ use crate::plan::MemoryPlan;
 use crate::profile::Profiler;
 use crate::program::{InputSource, InputSpec, Program};
 
+/// The run keys of one model: a base drawn from the session's entropy when the model is built,
+/// and a counter of the model's runs (no process-wide state: two models, or two sessions, draw
+/// independent keys). Each run's key mixes the two, so unseeded random ops differ per run.
+#[derive(Debug)]
+pub(crate) struct RunKeys {
+    base: u64,
+    runs: AtomicU64,
+}
+
+impl RunKeys {
+    pub(crate) fn new(base: u64) -> Self {
+        RunKeys {
+            base,
+            runs: AtomicU64::new(0),
+        }
+    }
+
+    /// The next run's key (SplitMix64 of base + run number).
+    pub(crate) fn next(&self) -> u64 {
+        let n = self.runs.fetch_add(1, Ordering::Relaxed);
+        let mut x = self
+            .base
+            .wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^ (x >> 31)
+    }
+}
+
 /// A model ready to run.
 pub struct Model {
     pub(crate) program: Arc<Program>,
@@ -20,6 +50,8 @@ pub struct Model {
     pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     pub(crate) executor: ExecutorKind,
     pub(crate) kernel_threads: usize,
+    /// Where each run's key comes from (unseeded random ops draw from it).
+    pub(crate) run_keys: RunKeys,
     /// Streams from stream assignment.
     pub stream_count: u32,
     /// Cross-stream events from stream assignment.
@@ -115,6 +147,7 @@ impl Model {
             pool: self.pool.as_deref(),
             kernel_threads: self.kernel_threads,
             profile,
+            run_key: self.run_keys.next(),
         };
         match self.pool.as_deref() {
             // Kernels split large ops with rayon: run them on the session's pool so they use

@@ -12,7 +12,7 @@ use crate::engines::EngineSet;
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::ExecutorKind;
 use crate::lower::{graph_opsets, lower_graph, LowerEnv};
-use crate::model::Model;
+use crate::model::{Model, RunKeys};
 use crate::single_op::SingleOp;
 
 /// Session options.
@@ -81,6 +81,8 @@ pub struct Session {
     pool: Option<Arc<rayon::ThreadPool>>,
     graphs: BTreeMap<u32, Entry>,
     ops_cache: Mutex<HashMap<String, Arc<SingleOp>>>,
+    /// Models this session lowered (mixed into their run keys).
+    models_built: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Session {
@@ -120,6 +122,7 @@ impl Session {
             pool: Some(Arc::new(pool)),
             graphs: BTreeMap::new(),
             ops_cache: Mutex::new(HashMap::new()),
+            models_built: Default::default(),
             options,
         })
     }
@@ -219,6 +222,7 @@ impl Session {
             pool: self.pool.clone(),
             executor: self.options.executor,
             kernel_threads: self.options.kernel_threads,
+            run_keys: RunKeys::new(self.entropy()),
             stream_count,
             event_count,
         })
@@ -264,7 +268,21 @@ impl Session {
             pool: self.pool.clone(),
             graphs: BTreeMap::new(),
             ops_cache: Mutex::new(HashMap::new()),
+            models_built: Default::default(),
         }
+    }
+
+    /// 64 fresh bits for a model's run keys: std's per-process random hash keys (drawn from
+    /// the OS once per thread, then stepped per `RandomState`), hashed with a counter of this
+    /// session's models.
+    fn entropy(&self) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(
+            self.models_built
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        h.finish()
     }
 
     pub(crate) fn op_cache(&self) -> &Mutex<HashMap<String, Arc<SingleOp>>> {

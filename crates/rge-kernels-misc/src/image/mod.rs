@@ -3,6 +3,11 @@
 //! (uncompressed or PackBits, 8-bit chunky), PNG (own inflate) and baseline JPEG (bit-exact
 //! with libjpeg's integer IDCT and fancy upsampling, as Pillow decodes). WebP and JPEG 2000
 //! are reported as unsupported.
+//!
+//! Not registered on the cpu engine: ImageDecoder runs on the `media` engine (`rge-media`),
+//! which decodes JPEG with [`decode_jpeg`] (bit-exact with libjpeg, as Pillow decodes) and the
+//! other formats with the `image` crate. [`create_image_decoder`] stays for callers that
+//! want this decoder on its own.
 
 mod jpeg;
 mod png;
@@ -56,7 +61,7 @@ struct ImageDecoder {
     format: PixelFormat,
 }
 
-pub(crate) fn create_image_decoder(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+pub fn create_image_decoder(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let format = match init.str_or("pixel_format", "RGB")? {
         "RGB" => PixelFormat::Rgb,
         "BGR" => PixelFormat::Bgr,
@@ -69,6 +74,13 @@ pub(crate) fn create_image_decoder(init: &KernelInit<'_>) -> KernelResult<Box<dy
         }
     };
     Ok(Box::new(ImageDecoder { format }))
+}
+
+/// Baseline JPEG decoded as libjpeg does (integer IDCT, fancy upsampling): (width, height,
+/// channels 1 or 3, interleaved samples).
+pub fn decode_jpeg(b: &[u8]) -> KernelResult<(usize, usize, usize, Vec<u8>)> {
+    let p = jpeg::decode(b)?;
+    Ok((p.width, p.height, p.channels, p.data))
 }
 
 /// Decodes by sniffing the signature.

@@ -14,6 +14,7 @@ mod conv;
 mod elementwise;
 mod gather;
 mod generators;
+mod image;
 mod ir;
 mod matmul;
 mod misc;
@@ -44,5 +45,6 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     rnn::register(b)?;
     misc::register(b)?;
     text::register(b)?;
+    image::register(b)?;
     Ok(())
 }

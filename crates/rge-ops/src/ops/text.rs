@@ -56,10 +56,14 @@ fn tfidf(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let Some(d) = dims_or_unknown(ctx, 0, DataType::Float)? else {
         return Ok(());
     };
-    let n = ctx
+    let n = match ctx
         .attr_ints("ngram_indexes")?
         .and_then(|v| v.iter().max().copied())
-        .map_or(-1, |m| m + 1);
+    {
+        None => -1,
+        Some(m) if (0..i64::MAX).contains(&m) => m + 1,
+        Some(m) => bail!("ngram_indexes holds {m}, not a valid output index"),
+    };
     let out = match d {
         [_] => vec![n],
         [b, _] => vec![*b, n],

@@ -86,6 +86,8 @@ pub struct RunOptions<'a> {
     pub kernel_threads: usize,
     /// Where step timings go.
     pub profile: Option<&'a Profiler>,
+    /// This run's key for unseeded random kernels ([`rge_kernels::KernelCtx::run_key`]).
+    pub run_key: u64,
 }
 
 impl Default for RunOptions<'_> {
@@ -95,6 +97,7 @@ impl Default for RunOptions<'_> {
             pool: None,
             kernel_threads: 1,
             profile: None,
+            run_key: 0,
         }
     }
 }

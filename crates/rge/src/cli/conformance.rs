@@ -17,6 +17,10 @@ use super::{CliError, CliResult};
 /// Tests that cannot pass for a reason outside rge, with the reason (conformance/known_failures.txt).
 pub const KNOWN_FAILURES: &str = include_str!("../../../../conformance/known_failures.txt");
 
+/// Tests compared by distribution, with their rule (conformance/compared_by_distribution.txt).
+pub const BY_DISTRIBUTION: &str =
+    include_str!("../../../../conformance/compared_by_distribution.txt");
+
 /// (test name, reason) of every listed test.
 pub fn known_failures() -> Vec<(&'static str, &'static str)> {
     KNOWN_FAILURES
@@ -73,6 +77,8 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
     } else {
         args.jobs
     };
+    let rules = rge_conformance::parse_rules(BY_DISTRIBUTION)
+        .map_err(|e| CliError::new(format!("conformance/compared_by_distribution.txt: {e}")))?;
     let bar = super::progress::bar(dirs.len() as u64, "conformance");
     let done = || {
         if let Some(b) = &bar {
@@ -80,7 +86,15 @@ pub fn run(args: &ConformanceArgs<'_>) -> CliResult {
         }
     };
     let t0 = std::time::Instant::now();
-    let report = run_suite_with(&dirs, Tolerance::default(), &covered, &runner, jobs, &done);
+    let report = run_suite_with(
+        &dirs,
+        Tolerance::default(),
+        &rules,
+        &covered,
+        &runner,
+        jobs,
+        &done,
+    );
     let total_ms = t0.elapsed().as_secs_f64() * 1e3;
     if let Some(b) = bar {
         b.finish_and_clear();
