@@ -3,7 +3,8 @@
 //! `--engine-type`, `--engine-plugin`), so `rge place` shows the placement `rge run` executes.
 //! The engines themselves are rge-runtime's standard set over every kernel family
 //! ([`crate::kernels::default_kernels`]: `local`, `cpu`, `host`), the `dense` engine
-//! (`rge-dense`: packed GEMM and convolution kernels), then the plugins' engines.
+//! (`rge-dense`: packed GEMM and convolution kernels), the `vector` engine (`rge-vector`: SIMD
+//! elementwise, normalization, reduction and pooling kernels), then the plugins' engines.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,6 +38,7 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
     b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    b.register(rge_vector::vector_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     for p in &args.plugins {
         b.load_plugin(p)?;
     }
