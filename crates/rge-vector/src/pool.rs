@@ -122,6 +122,14 @@ impl Pool {
                         }
                     }
                 }
+                if avg.is_none() {
+                    // A window with no input element gives 0, as the reference does.
+                    for (v, ct) in yr.iter_mut().zip(&cols) {
+                        if rt.first == rt.end || ct.first == ct.end {
+                            *v = 0.0;
+                        }
+                    }
+                }
                 if let Some(include_pad) = avg {
                     for (v, ct) in yr.iter_mut().zip(&cols) {
                         let n = if include_pad {

@@ -231,9 +231,8 @@ pub unsafe fn unary<S: Simd>(s: S, op: &UnaryOp, x: *const f32, y: *mut f32, n: 
             let r = s.add(s.max(zero, v), s.min(zero, e));
             math::keep_nan(s, v, r)
         }),
-        UnaryOp::ThresholdedRelu(a) => {
-            go!(|v| { math::keep_nan(s, v, s.select(s.lt(s.splat(a), v), v, zero)) })
-        }
+        // x > alpha ? x : 0, so NaN gives 0 (the ONNX reference's `where`).
+        UnaryOp::ThresholdedRelu(a) => go!(|v| s.select(s.lt(s.splat(a), v), v, zero)),
         UnaryOp::Mish => go!(|v| s.mul(v, math::tanh(s, math::softplus(s, v)))),
         UnaryOp::Swish(a) => go!(|v| math::swish(s, v, a)),
         UnaryOp::Sin => go!(|v| trig(s, v, false)),
@@ -389,13 +388,13 @@ pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
             acc[0] = step(s, op, acc[0], v);
             i += l;
         }
-        let a01 = step(s, op, acc[0], acc[1]);
-        let a23 = step(s, op, acc[2], acc[3]);
-        let v = match op {
-            // The per-lane terms are already squared / absolute.
-            Reduce::SumSquare | Reduce::SumAbs => s.add(a01, a23),
-            _ => step(s, op, a01, a23),
+        // The accumulators hold partial results: merge them as sums (the terms are already
+        // squared or absolute) or as max/min.
+        let merge = |a: S::V, b: S::V| match op {
+            Reduce::Max | Reduce::Min => step(s, op, a, b),
+            _ => s.add(a, b),
         };
+        let v = merge(merge(acc[0], acc[1]), merge(acc[2], acc[3]));
         total = combine(total, horiz(v));
         start = end;
     }
@@ -459,9 +458,10 @@ pub unsafe fn softmax<S: Simd>(s: S, x: &[f32], y: &mut [f32], log: bool) {
         }
     });
     if log {
-        let shift = s.splat(m + (sum.ln() as f32));
+        // (x - max) is exact near the maximum; ln Σ is subtracted after, one rounding.
+        let lsum = s.splat(sum.ln() as f32);
         // SAFETY: x and y hold n floats.
-        unsafe { map(s, xp, yp, n, |v| s.sub(v, shift)) };
+        unsafe { map(s, xp, yp, n, |v| s.sub(s.sub(v, mv), lsum)) };
     } else {
         let inv = s.splat((1.0 / sum) as f32);
         // SAFETY: y holds n floats.

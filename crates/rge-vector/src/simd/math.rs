@@ -196,7 +196,13 @@ pub fn sigmoid<S: Simd>(s: S, x: S::V) -> S::V {
 #[inline(always)]
 pub fn swish<S: Simd>(s: S, x: S::V, alpha: f32) -> S::V {
     let (h, l) = two_prod(s, s.splat(alpha), x);
-    keep_nan(s, x, mul_sigmoid(s, x, h, l))
+    let inf = s.splat(f32::INFINITY);
+    let finite = s.lt(s.abs(h), inf);
+    let r = mul_sigmoid(s, x, h, s.select(finite, l, s.splat(0.0)));
+    // At ±inf the formula's own value: x·sigmoid(±inf) (inf·1, or -inf·0 = NaN).
+    let plain = s.mul(x, sigmoid(s, h));
+    let r = s.select(s.lt(s.abs(x), inf), r, plain);
+    keep_nan(s, x, r)
 }
 
 /// erfc(z)·e^{z²}/t as a polynomial in t = 1/(1 + z/2) on t in [0.08, 1] (z <= 23),
