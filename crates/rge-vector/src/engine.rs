@@ -59,12 +59,12 @@ pub fn kernel_set_for(isa: Isa) -> KernelResult<KernelSet> {
     let mut set = KernelSet::new();
     for &op in UNARY_OPS {
         let r = factory(&reg, op)?;
-        let ports = if op == "Clip" { 3 } else { 1 };
         set.add(
             KernelDef::new(format!("vector.{op}"), op, move |i| {
                 elementwise::create_unary(i, r, isa)
             })
-            .inputs(vec![f32_only(); ports])
+            // One port that repeats: Clip's min and max are f32 too.
+            .inputs(vec![f32_only()])
             .outputs(vec![f32_only()])
             .in_place(0, 0),
         );

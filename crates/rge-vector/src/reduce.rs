@@ -239,6 +239,14 @@ fn create(init: &KernelInit<'_>, r: KernelFactory, isa: Isa) -> KernelResult<Box
     }))
 }
 
+/// The data input is f32 (or of unknown type).
+fn data_is_f32(op: &rge_ir::OpDesc) -> Result<(), String> {
+    match op.input(0).and_then(DType::from_desc) {
+        None | Some(DType::Float) => Ok(()),
+        Some(t) => Err(format!("vector reduces FLOAT; the data is {}", t.name())),
+    }
+}
+
 /// Adds the reduction kernels.
 pub fn add_kernels(set: &mut KernelSet, reg: &KernelRegistry, isa: Isa) -> KernelResult<()> {
     for &op in REDUCE_OPS {
@@ -247,10 +255,13 @@ pub fn add_kernels(set: &mut KernelSet, reg: &KernelRegistry, isa: Isa) -> Kerne
         })?;
         set.add(
             KernelDef::new(format!("vector.{op}"), op, move |i| create(i, r, isa))
-                .inputs(vec![
-                    PortDef::types(TypeSet::of(&[DType::Float])),
-                    PortDef::types(TypeSet::of(&[DType::Int64])),
-                ])
+                // One repeating port for the data and (newer opsets) the axes; the check keeps
+                // the data f32 (old prototypes have no axes input to declare).
+                .inputs(vec![PortDef::types(TypeSet::of(&[
+                    DType::Float,
+                    DType::Int64,
+                ]))])
+                .with_check(data_is_f32)
                 .outputs(vec![PortDef::types(TypeSet::of(&[DType::Float]))]),
         );
     }
