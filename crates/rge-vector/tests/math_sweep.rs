@@ -7,6 +7,8 @@
 //!
 //! Run with `--nocapture` to print the table of measured maxima.
 
+use std::f32::consts::{FRAC_PI_2, FRAC_PI_4, PI};
+
 use rge_vector::simd::{self, Isa, UnaryOp};
 
 fn sigmoid(x: f64) -> f64 {
@@ -29,7 +31,7 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    use std::f64::consts::{FRAC_1_SQRT_2, PI};
+    use std::f64::consts::FRAC_1_SQRT_2;
     vec![
         Case {
             name: "exp",
@@ -45,8 +47,8 @@ fn cases() -> Vec<Case> {
             points: &[
                 1.0,
                 std::f32::consts::SQRT_2,
-                0.7071,
-                1.17549435e-38,
+                std::f32::consts::FRAC_1_SQRT_2,
+                f32::MIN_POSITIVE,
                 2.0,
                 1e-45,
             ],
@@ -84,7 +86,7 @@ fn cases() -> Vec<Case> {
             name: "gelu_tanh",
             op: UnaryOp::GeluTanh,
             reference: |x| {
-                let u = (2.0 / PI).sqrt() * (x + 0.044715 * x * x * x);
+                let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
                 x * sigmoid(2.0 * u)
             },
             points: &[0.0, 1.0, 5.0, 10.0, 20.0],
@@ -108,14 +110,14 @@ fn cases() -> Vec<Case> {
             name: "sin",
             op: UnaryOp::Sin,
             reference: f64::sin,
-            points: &[0.0, 0.7854, 1.5708, 3.14159, 4096.0, 1e5, 1e-30],
+            points: &[0.0, FRAC_PI_4, FRAC_PI_2, PI, 4096.0, 1e5, 1e-30],
             max_ulp: 2.0,
         },
         Case {
             name: "cos",
             op: UnaryOp::Cos,
             reference: f64::cos,
-            points: &[0.0, 0.7854, 1.5708, 3.14159, 4096.0, 1e5, 1e-30],
+            points: &[0.0, FRAC_PI_4, FRAC_PI_2, PI, 4096.0, 1e5, 1e-30],
             max_ulp: 2.0,
         },
     ]

@@ -339,6 +339,10 @@ fn step<S: Simd>(s: S, op: Reduce, acc: S::V, v: S::V) -> S::V {
 
 /// The reduction of `x`; sums in four f32 vector accumulators per 4·LANES block, added in
 /// f64 block by block so long rows keep their precision.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
 #[inline(always)]
 pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
     let id = op.identity();
@@ -402,6 +406,10 @@ pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
 }
 
 /// `acc[i] = op(acc[i], x[i])`.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
 #[inline(always)]
 pub unsafe fn accumulate<S: Simd>(s: S, op: Reduce, acc: &mut [f32], x: &[f32]) {
     let (a, b) = (acc.as_mut_ptr(), x.as_ptr());
@@ -424,6 +432,10 @@ pub unsafe fn accumulate<S: Simd>(s: S, op: Reduce, acc: &mut [f32], x: &[f32]) 
 
 /// Softmax (or log-softmax) of a row: `max`, `Σ e^{x-max}`, then `e^{x-max}/Σ` (or
 /// `x - max - ln Σ`).
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
 #[inline(always)]
 pub unsafe fn softmax<S: Simd>(s: S, x: &[f32], y: &mut [f32], log: bool) {
     let n = x.len();
@@ -470,6 +482,10 @@ pub unsafe fn softmax<S: Simd>(s: S, x: &[f32], y: &mut [f32], log: bool) {
 }
 
 /// `(mean, variance)` of a row, two passes; with `rms`, `(0, mean of squares)`.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
 #[inline(always)]
 pub unsafe fn mean_var<S: Simd>(s: S, x: &[f32], rms: bool) -> (f32, f32) {
     let n = x.len();
@@ -506,6 +522,10 @@ pub unsafe fn mean_var<S: Simd>(s: S, x: &[f32], rms: bool) -> (f32, f32) {
 }
 
 /// `y = (x - mean)·inv·gamma + beta`.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
 #[inline(always)]
 pub unsafe fn scale_shift<S: Simd>(
     s: S,
