@@ -278,9 +278,10 @@ impl EngineManager {
     /// must name a registered engine or a GE alias of one).
     pub fn exclusions(&self, options: &CompileOptions) -> CompileResult<Exclusions> {
         let mut reasons = vec![None; self.engines.len()];
-        let core = options.core_engine_type;
-        if let Some(id) = self.id(core.excluded_engine()) {
-            reasons[id.index()] = Some(ExcludeReason::CoreEngineType(core));
+        if let Some(core) = options.core_engine_type {
+            if let Some(id) = self.id(core.excluded_engine()) {
+                reasons[id.index()] = Some(ExcludeReason::CoreEngineType(core));
+            }
         }
         for name in &options.exclude_engines {
             let id = self.resolve(name).ok_or_else(|| CompileError::Option {

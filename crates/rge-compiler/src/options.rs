@@ -23,7 +23,8 @@ pub const OPTION_DUMP_GRAPH: &str = "rge.dumpGraph";
 pub const DUMP_GRAPH_ENV: &str = "RGE_DUMP_GRAPH";
 
 /// The core engine type. `dense` (GE's AIcoreEngine) and `vector` (GE's VectorEngine) are
-/// mutually exclusive: the one not chosen is excluded.
+/// mutually exclusive once one is chosen (`ge.engineType`): the other is excluded. Without the
+/// option both stay (each op goes to the cheaper one that runs it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum CoreEngineType {
     #[default]
@@ -75,7 +76,8 @@ pub const EXCLUDE_ALIASES: &[(&str, &str)] = &[
 /// Options of one compilation.
 #[derive(Debug, Clone)]
 pub struct CompileOptions {
-    pub core_engine_type: CoreEngineType,
+    /// The chosen core engine type; `None` (the default) keeps both core engines.
+    pub core_engine_type: Option<CoreEngineType>,
     /// Engines never chosen, by rge name or GE accelerator name.
     pub exclude_engines: Vec<String>,
     /// Cores for the core engine (passed to engines; `None` = all).
@@ -103,7 +105,7 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
-            core_engine_type: CoreEngineType::Dense,
+            core_engine_type: None,
             exclude_engines: Vec::new(),
             core_num: None,
             engine_parallel: true,
@@ -151,12 +153,12 @@ impl CompileOptions {
             ..Default::default()
         };
         if let Some(v) = options.get(OPTION_ENGINE_TYPE) {
-            o.core_engine_type = CoreEngineType::parse(v).ok_or_else(|| {
+            o.core_engine_type = Some(CoreEngineType::parse(v).ok_or_else(|| {
                 bad(
                     OPTION_ENGINE_TYPE,
                     format!("`{v}` is not a core engine type (dense or vector)"),
                 )
-            })?;
+            })?);
         }
         if let Some(v) = options.get(OPTION_EXCLUDE_ENGINES) {
             o.exclude_engines = split_engine_list(v);
@@ -199,10 +201,9 @@ impl CompileOptions {
     /// The options engines are initialized with: `raw` plus the resolved typed values.
     pub fn engine_options(&self) -> EngineOptions {
         let mut m = self.raw.clone();
-        m.insert(
-            OPTION_ENGINE_TYPE.into(),
-            self.core_engine_type.engine().into(),
-        );
+        if let Some(t) = self.core_engine_type {
+            m.insert(OPTION_ENGINE_TYPE.into(), t.engine().into());
+        }
         if let Some(n) = self.core_num {
             m.insert(OPTION_CORE_NUM.into(), n.to_string());
         }
@@ -229,7 +230,12 @@ mod tests {
             (OPTION_ENGINE_PARALLEL, "0"),
         ]))
         .unwrap();
-        assert_eq!(o.core_engine_type, CoreEngineType::Vector);
+        assert_eq!(o.core_engine_type, Some(CoreEngineType::Vector));
+        let d = CompileOptions::from_options(&BTreeMap::new()).unwrap();
+        assert_eq!(
+            d.core_engine_type, None,
+            "the default keeps both core engines"
+        );
         assert_eq!(o.exclude_engines, ["AiCpu", "media"]);
         assert_eq!(o.core_num, Some(8));
         assert!(!o.engine_parallel);

@@ -28,10 +28,12 @@ pub fn cli_options(
     }
     if let Some(t) = engine_type {
         o.core_engine_type =
-            CoreEngineType::parse(t).ok_or_else(|| crate::CompileError::Option {
-                key: OPTION_ENGINE_TYPE.into(),
-                message: format!("`{t}` is not a core engine type (dense or vector)"),
-            })?;
+            Some(
+                CoreEngineType::parse(t).ok_or_else(|| crate::CompileError::Option {
+                    key: OPTION_ENGINE_TYPE.into(),
+                    message: format!("`{t}` is not a core engine type (dense or vector)"),
+                })?,
+            );
     }
     Ok(o)
 }

@@ -31,11 +31,29 @@ fn lowest_cost_supporting_engine_wins() {
     assert_eq!(engine_of(&g, &p, "mm"), "dense");
     // Add: dense (1) before vector (2).
     assert_eq!(engine_of(&g, &p, "add"), "dense");
-    // Relu: only vector has it, but vector is excluded by the default core type → cpu.
-    assert_eq!(engine_of(&g, &p, "relu"), "cpu");
+    // Relu: only vector (2) has it before cpu (3); the default keeps both core engines.
+    assert_eq!(engine_of(&g, &p, "relu"), "vector");
     assert_eq!(engine_of(&g, &p, "sort"), "cpu");
     assert_eq!(engine_of(&g, &p, "out"), "local");
     let relu = node(&g, "relu");
+    assert_eq!(
+        p.explain(&g, relu),
+        [
+            (
+                "custom".to_string(),
+                "no kernel for this op type".to_string()
+            ),
+            ("dense".into(), "no kernel for this op type".into()),
+            ("vector".into(), "supported".into()),
+        ]
+    );
+    // With the dense core type, vector is excluded → cpu.
+    let dense = CompileOptions {
+        core_engine_type: Some(CoreEngineType::Dense),
+        ..Default::default()
+    };
+    let p = place(&mut g, &m, &dense).unwrap();
+    assert_eq!(engine_of(&g, &p, "relu"), "cpu");
     let steps = p.explain(&g, relu);
     assert_eq!(
         steps,
@@ -124,13 +142,27 @@ fn core_engines_are_mutually_exclusive() {
         ("relu", "Relu", &["add"]),
     ];
     let mut g = graph(spec);
+    // The default keeps both core engines: each op goes to the cheaper one that runs it.
     let p = place(&mut g, &m, &CompileOptions::default()).unwrap();
+    assert_eq!(
+        ["mm", "add", "relu"].map(|n| engine_of(&g, &p, n)),
+        ["dense", "dense", "vector"]
+    );
+    let dense_opts = CompileOptions {
+        core_engine_type: Some(CoreEngineType::Dense),
+        ..Default::default()
+    };
+    let mut g = graph(spec);
+    let p = place(&mut g, &m, &dense_opts).unwrap();
     assert_eq!(
         ["mm", "add", "relu"].map(|n| engine_of(&g, &p, n)),
         ["dense", "dense", "cpu"]
     );
+    assert!(p
+        .reason(&g, node(&g, "relu"))
+        .contains("vector: excluded (core engine type is dense)"));
     let vec_opts = CompileOptions {
-        core_engine_type: CoreEngineType::Vector,
+        core_engine_type: Some(CoreEngineType::Vector),
         ..Default::default()
     };
     let mut g = graph(spec);
@@ -338,7 +370,7 @@ fn subgraph_nodes_are_placed_too() {
         .unwrap();
     g.add_edge(d, 0, r, 0).unwrap();
     let p = place(&mut g, &m, &CompileOptions::default()).unwrap();
-    assert_eq!(p.engine(r), Some("cpu"));
+    assert_eq!(p.engine(r), Some("vector"));
     assert_eq!(p.engine(d), Some("local"));
     assert_eq!(p.len(), 4);
 }

@@ -45,7 +45,7 @@ fn engines_listing() {
 fn cli_options_are_checked() {
     let o = cli_options(Some("dense, cpu"), Some("vector")).unwrap();
     assert_eq!(o.exclude_engines, ["dense", "cpu"]);
-    assert_eq!(o.core_engine_type, CoreEngineType::Vector);
+    assert_eq!(o.core_engine_type, Some(CoreEngineType::Vector));
     assert!(cli_options(None, Some("gpu")).is_err());
 }
 

@@ -3,8 +3,9 @@
 //! `--engine-type`, `--engine-plugin`), so `rge place` shows the placement `rge run` executes.
 //! The engines themselves are rge-runtime's standard set over every kernel family
 //! ([`crate::kernels::default_kernels`]: `local`, `cpu`, `host`), the `dense` engine
-//! (`rge-dense`: packed GEMM and convolution kernels), the `rng` engine (`rge-rng`: Philox
-//! random generators and training-mode Dropout), the `media` engine (`rge-media`: image
+//! (`rge-dense`: packed GEMM and convolution kernels), the `vector` engine (`rge-vector`: SIMD
+//! elementwise, normalization, reduction and pooling kernels), the `rng` engine (`rge-rng`:
+//! Philox random generators and training-mode Dropout), the `media` engine (`rge-media`: image
 //! decode, resize, crop, colour, normalize), then the plugins' engines.
 
 use std::path::PathBuf;
@@ -53,6 +54,7 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
     b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    b.register(rge_vector::vector_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_rng::rng_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_media::media_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     for p in &args.plugins {

@@ -140,7 +140,8 @@ fn explain_json_text_and_html_of_the_example() {
     );
     let text = cli::explain::run(&model, &EngineArgs::default(), false, None).unwrap();
     assert!(text.contains("custom (0): no"), "{text}");
-    // Excluding dense: nothing is fused, the reason says dense was excluded, Conv runs on cpu.
+    // Excluding dense: nothing is fused, the reason says dense was excluded, Conv runs on the
+    // next core engine, vector (its Conv is the reference kernel).
     let no_dense = EngineArgs {
         exclude_engines: Some("dense".into()),
         ..EngineArgs::default()
@@ -153,8 +154,8 @@ fn explain_json_text_and_html_of_the_example() {
         .iter()
         .find(|n| n["op_type"] == "Conv")
         .unwrap();
-    assert_eq!(conv["engine"], "cpu");
-    assert_eq!(conv["kernel"], "cpu.Conv");
+    assert_eq!(conv["engine"], "vector");
+    assert_eq!(conv["kernel"], "vector.Conv");
     let dense = conv["candidates"]
         .as_array()
         .unwrap()

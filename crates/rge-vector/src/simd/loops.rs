@@ -1,0 +1,559 @@
+//! The slice loops of the vector kernels, written once over [`Simd`]: full vectors, then one
+//! masked vector for the tail. Each ISA instantiates them inside its `#[target_feature]`
+//! entry points (`super::isa_entries!`).
+
+use super::math;
+use super::Simd;
+
+/// An elementwise unary function with its attributes (ONNX semantics).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    Identity,
+    Relu,
+    LeakyRelu(f32),
+    /// `min(max(x, lo), hi)`.
+    Clip(f32, f32),
+    Sigmoid,
+    /// `max(0, min(1, alpha·x + beta))`.
+    HardSigmoid(f32, f32),
+    HardSwish,
+    Tanh,
+    Erf,
+    Exp,
+    Log,
+    Sqrt,
+    Reciprocal,
+    Neg,
+    Abs,
+    /// erf-GELU.
+    Gelu,
+    /// tanh-GELU.
+    GeluTanh,
+    Softplus,
+    Softsign,
+    Elu(f32),
+    /// `Selu(alpha, gamma)`.
+    Selu(f32, f32),
+    Celu(f32),
+    ThresholdedRelu(f32),
+    Mish,
+    Swish(f32),
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    Round,
+    /// `x·x`.
+    Square,
+}
+
+/// An elementwise binary function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// NaN-propagating maximum.
+    Max,
+    /// NaN-propagating minimum.
+    Min,
+    /// `a^b` (lane by lane through `f32::powf`, which the reference uses too).
+    Pow,
+    /// `a < 0 ? a·b : a`.
+    PRelu,
+}
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduce {
+    Sum,
+    /// NaN-propagating.
+    Max,
+    /// NaN-propagating.
+    Min,
+    SumSquare,
+    SumAbs,
+}
+
+impl Reduce {
+    /// The neutral element.
+    pub fn identity(self) -> f32 {
+        match self {
+            Reduce::Max => f32::NEG_INFINITY,
+            Reduce::Min => f32::INFINITY,
+            _ => 0.0,
+        }
+    }
+}
+
+/// One operand of a binary loop: a slice as long as the output, or one value for all.
+#[derive(Clone, Copy, Debug)]
+pub enum Src<'a> {
+    Slice(&'a [f32]),
+    Scalar(f32),
+}
+
+impl Src<'_> {
+    /// The raw operand, checking a slice's length against the output's.
+    pub(crate) fn operand(self, n: usize) -> Operand {
+        match self {
+            Src::Slice(v) => {
+                assert_eq!(v.len(), n, "operand length differs from the output's");
+                Operand::Ptr(v.as_ptr())
+            }
+            Src::Scalar(x) => Operand::Scalar(x),
+        }
+    }
+}
+
+/// A raw operand: `n` readable floats at a pointer (possibly the output itself), or a value.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand {
+    Ptr(*const f32),
+    Scalar(f32),
+}
+
+/// The fold of `xs` with `f`, NaN if any element is NaN.
+pub(crate) fn fold_nan(xs: &[f32], f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut acc = xs[0];
+    for &x in &xs[1..] {
+        if acc.is_nan() || x.is_nan() {
+            return f32::NAN;
+        }
+        acc = f(acc, x);
+    }
+    acc
+}
+
+/// Calls `f(ptr offset, lanes)` for every vector block of `n` elements (the last one partial).
+#[inline(always)]
+fn blocks<S: Simd>(n: usize, mut f: impl FnMut(usize, usize)) {
+    let mut i = 0;
+    while i + S::LANES <= n {
+        f(i, S::LANES);
+        i += S::LANES;
+    }
+    if i < n {
+        f(i, n - i);
+    }
+}
+
+/// `y[i] = g(x[i])`.
+///
+/// # Safety
+/// `x` readable and `y` writable for `n` floats (they may be the same memory).
+#[inline(always)]
+unsafe fn map<S: Simd>(s: S, x: *const f32, y: *mut f32, n: usize, g: impl Fn(S::V) -> S::V) {
+    blocks::<S>(n, |i, l| {
+        // SAFETY: i + l <= n (blocks); the contract covers n floats.
+        unsafe {
+            if l == S::LANES {
+                s.store(y.add(i), g(s.load(x.add(i))));
+            } else {
+                s.store_n(y.add(i), g(s.load_n(x.add(i), l, 0.0)), l);
+            }
+        }
+    });
+}
+
+/// sin or cos of a block, in f64 lane by lane when a lane is too large for the vector
+/// reduction (or is not finite).
+#[inline(always)]
+fn trig<S: Simd>(s: S, v: S::V, cos: bool) -> S::V {
+    let big = s.hmax(s.abs(v));
+    if big < math::TRIG_VECTOR_LIMIT {
+        let (sn, cs) = math::sin_cos(s, v);
+        return if cos { cs } else { sn };
+    }
+    let mut l = [0.0f32; 16];
+    // SAFETY: `l` holds 16 >= LANES floats.
+    unsafe { s.store(l.as_mut_ptr(), v) };
+    for x in l.iter_mut().take(S::LANES) {
+        let d = *x as f64;
+        *x = if cos { d.cos() } else { d.sin() } as f32;
+    }
+    // SAFETY: as above.
+    unsafe { s.load(l.as_ptr()) }
+}
+
+/// `y = op(x)`.
+///
+/// # Safety
+/// `x` readable and `y` writable for `n` floats (they may be the same memory).
+#[inline(always)]
+pub unsafe fn unary<S: Simd>(s: S, op: &UnaryOp, x: *const f32, y: *mut f32, n: usize) {
+    let zero = s.splat(0.0);
+    let one = s.splat(1.0);
+    macro_rules! go {
+        (|$v:ident| $e:expr) => {
+            // SAFETY: forwarded contract.
+            unsafe { map(s, x, y, n, |$v| $e) }
+        };
+    }
+    match *op {
+        UnaryOp::Identity => go!(|v| v),
+        UnaryOp::Relu => go!(|v| s.max(zero, v)),
+        UnaryOp::LeakyRelu(a) => go!(|v| s.select(s.lt(v, zero), s.mul(v, s.splat(a)), v)),
+        UnaryOp::Clip(lo, hi) => go!(|v| s.min(s.splat(hi), s.max(s.splat(lo), v))),
+        UnaryOp::Sigmoid => go!(|v| math::sigmoid(s, v)),
+        UnaryOp::HardSigmoid(a, b) => {
+            go!(|v| s.max(zero, s.min(one, s.fma(s.splat(a), v, s.splat(b)))))
+        }
+        UnaryOp::HardSwish => go!(|v| {
+            let h = s.max(zero, s.min(one, s.fma(s.splat(1.0 / 6.0), v, s.splat(0.5))));
+            s.mul(v, h)
+        }),
+        UnaryOp::Tanh => go!(|v| math::tanh(s, v)),
+        UnaryOp::Erf => go!(|v| math::erf(s, v)),
+        UnaryOp::Exp => go!(|v| math::exp(s, v)),
+        UnaryOp::Log => go!(|v| math::log(s, v)),
+        UnaryOp::Sqrt => go!(|v| s.sqrt(v)),
+        UnaryOp::Reciprocal => go!(|v| s.div(one, v)),
+        UnaryOp::Neg => go!(|v| s.neg(v)),
+        UnaryOp::Abs => go!(|v| s.abs(v)),
+        UnaryOp::Gelu => go!(|v| math::gelu(s, v)),
+        UnaryOp::GeluTanh => go!(|v| math::gelu_tanh(s, v)),
+        UnaryOp::Softplus => go!(|v| math::softplus(s, v)),
+        UnaryOp::Softsign => go!(|v| s.div(v, s.add(one, s.abs(v)))),
+        UnaryOp::Elu(a) => go!(|v| {
+            let neg = s.mul(s.splat(a), math::expm1(s, v));
+            s.select(s.lt(zero, v), v, math::keep_nan(s, v, neg))
+        }),
+        UnaryOp::Selu(a, g) => go!(|v| {
+            let neg = s.mul(s.splat(a), math::expm1(s, v));
+            let r = s.select(s.lt(zero, v), v, neg);
+            math::keep_nan(s, v, s.mul(s.splat(g), r))
+        }),
+        UnaryOp::Celu(a) => go!(|v| {
+            // max(0, x) + min(0, a·expm1(x/a))
+            let e = s.mul(s.splat(a), math::expm1(s, s.div(v, s.splat(a))));
+            let r = s.add(s.max(zero, v), s.min(zero, e));
+            math::keep_nan(s, v, r)
+        }),
+        // x > alpha ? x : 0, so NaN gives 0 (the ONNX reference's `where`).
+        UnaryOp::ThresholdedRelu(a) => go!(|v| s.select(s.lt(s.splat(a), v), v, zero)),
+        UnaryOp::Mish => go!(|v| s.mul(v, math::tanh(s, math::softplus(s, v)))),
+        UnaryOp::Swish(a) => go!(|v| math::swish(s, v, a)),
+        UnaryOp::Sin => go!(|v| trig(s, v, false)),
+        UnaryOp::Cos => go!(|v| trig(s, v, true)),
+        UnaryOp::Floor => go!(|v| s.floor(v)),
+        UnaryOp::Ceil => go!(|v| s.ceil(v)),
+        UnaryOp::Round => go!(|v| s.round(v)),
+        UnaryOp::Square => go!(|v| s.mul(v, v)),
+    }
+}
+
+/// Loads operand `o` at element `i` (`l` lanes).
+///
+/// # Safety
+/// A pointer operand must be readable at `i..i + l`.
+#[inline(always)]
+unsafe fn load_op<S: Simd>(s: S, o: Operand, i: usize, l: usize) -> S::V {
+    match o {
+        // SAFETY: forwarded contract.
+        Operand::Ptr(p) => unsafe {
+            if l == S::LANES {
+                s.load(p.add(i))
+            } else {
+                s.load_n(p.add(i), l, 1.0)
+            }
+        },
+        Operand::Scalar(x) => s.splat(x),
+    }
+}
+
+/// `y = g(a, b)`.
+///
+/// # Safety
+/// Pointer operands readable and `y` writable for `n` floats (operands may alias `y`).
+#[inline(always)]
+unsafe fn zip<S: Simd>(
+    s: S,
+    a: Operand,
+    b: Operand,
+    y: *mut f32,
+    n: usize,
+    g: impl Fn(S::V, S::V) -> S::V,
+) {
+    blocks::<S>(n, |i, l| {
+        // SAFETY: i + l <= n; the contract covers n floats.
+        unsafe {
+            let v = g(load_op(s, a, i, l), load_op(s, b, i, l));
+            if l == S::LANES {
+                s.store(y.add(i), v);
+            } else {
+                s.store_n(y.add(i), v, l);
+            }
+        }
+    });
+}
+
+/// `y = op(a, b)`.
+///
+/// # Safety
+/// Pointer operands readable and `y` writable for `n` floats (operands may alias `y`).
+#[inline(always)]
+pub unsafe fn binary<S: Simd>(s: S, op: BinOp, a: Operand, b: Operand, y: *mut f32, n: usize) {
+    macro_rules! go {
+        (|$p:ident, $q:ident| $e:expr) => {
+            // SAFETY: forwarded contract.
+            unsafe { zip(s, a, b, y, n, |$p, $q| $e) }
+        };
+    }
+    match op {
+        BinOp::Add => go!(|p, q| s.add(p, q)),
+        BinOp::Sub => go!(|p, q| s.sub(p, q)),
+        BinOp::Mul => go!(|p, q| s.mul(p, q)),
+        BinOp::Div => go!(|p, q| s.div(p, q)),
+        // max(p, q) returns q when either is NaN; a NaN p is put back.
+        BinOp::Max => go!(|p, q| s.select(s.is_nan(p), p, s.max(p, q))),
+        BinOp::Min => go!(|p, q| s.select(s.is_nan(p), p, s.min(p, q))),
+        BinOp::PRelu => go!(|p, q| s.select(s.lt(p, s.splat(0.0)), s.mul(p, q), p)),
+        BinOp::Pow => {
+            for i in 0..n {
+                // SAFETY: i < n; the contract covers n floats.
+                unsafe {
+                    let at = |o: Operand| match o {
+                        Operand::Ptr(p) => *p.add(i),
+                        Operand::Scalar(x) => x,
+                    };
+                    *y.add(i) = at(a).powf(at(b));
+                }
+            }
+        }
+    }
+}
+
+/// `acc = op(acc, v)` on vectors, NaN-propagating for Max/Min.
+#[inline(always)]
+fn step<S: Simd>(s: S, op: Reduce, acc: S::V, v: S::V) -> S::V {
+    match op {
+        Reduce::Sum => s.add(acc, v),
+        Reduce::Max => s.select(s.is_nan(acc), acc, s.max(acc, v)),
+        Reduce::Min => s.select(s.is_nan(acc), acc, s.min(acc, v)),
+        Reduce::SumSquare => s.fma(v, v, acc),
+        Reduce::SumAbs => s.add(acc, s.abs(v)),
+    }
+}
+
+/// The reduction of `x`; sums in four f32 vector accumulators per 4·LANES block, added in
+/// f64 block by block so long rows keep their precision.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
+#[inline(always)]
+pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
+    let id = op.identity();
+    let n = x.len();
+    let p = x.as_ptr();
+    let horiz = |v: S::V| match op {
+        Reduce::Max => s.hmax(v),
+        Reduce::Min => s.hmin(v),
+        _ => s.hsum(v),
+    };
+    let mut total = id as f64;
+    let combine = |t: f64, v: f32| match op {
+        Reduce::Max => {
+            if t.is_nan() || v.is_nan() {
+                f64::NAN
+            } else {
+                t.max(v as f64)
+            }
+        }
+        Reduce::Min => {
+            if t.is_nan() || v.is_nan() {
+                f64::NAN
+            } else {
+                t.min(v as f64)
+            }
+        }
+        _ => t + v as f64,
+    };
+    // Blocks of 256 vectors per f64 step: few conversions, short f32 sums.
+    let chunk = S::LANES * 256;
+    let mut start = 0;
+    while start < n {
+        let end = (start + chunk).min(n);
+        let mut acc = [s.splat(id); 4];
+        let mut i = start;
+        while i + 4 * S::LANES <= end {
+            for (k, a) in acc.iter_mut().enumerate() {
+                // SAFETY: i + (k+1)·LANES <= end <= n.
+                *a = step(s, op, *a, unsafe { s.load(p.add(i + k * S::LANES)) });
+            }
+            i += 4 * S::LANES;
+        }
+        while i < end {
+            let l = S::LANES.min(end - i);
+            // SAFETY: i + l <= end; masked lanes are filled with the identity.
+            let v = unsafe { s.load_n(p.add(i), l, id) };
+            acc[0] = step(s, op, acc[0], v);
+            i += l;
+        }
+        // The accumulators hold partial results: merge them as sums (the terms are already
+        // squared or absolute) or as max/min.
+        let merge = |a: S::V, b: S::V| match op {
+            Reduce::Max | Reduce::Min => step(s, op, a, b),
+            _ => s.add(a, b),
+        };
+        let v = merge(merge(acc[0], acc[1]), merge(acc[2], acc[3]));
+        total = combine(total, horiz(v));
+        start = end;
+    }
+    total as f32
+}
+
+/// `acc[i] = op(acc[i], x[i])`.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
+#[inline(always)]
+pub unsafe fn accumulate<S: Simd>(s: S, op: Reduce, acc: &mut [f32], x: &[f32]) {
+    let (a, b) = (acc.as_mut_ptr(), x.as_ptr());
+    // SAFETY: both hold acc.len() floats (checked by the caller).
+    unsafe {
+        zip(
+            s,
+            Operand::Ptr(a as *const f32),
+            Operand::Ptr(b),
+            a,
+            acc.len(),
+            |p, q| match op {
+                Reduce::SumSquare => s.fma(q, q, p),
+                Reduce::SumAbs => s.add(p, s.abs(q)),
+                _ => step(s, op, p, q),
+            },
+        )
+    }
+}
+
+/// Softmax (or log-softmax) of a row: `max`, `Σ e^{x-max}`, then `e^{x-max}/Σ` (or
+/// `x - max - ln Σ`).
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
+#[inline(always)]
+pub unsafe fn softmax<S: Simd>(s: S, x: &[f32], y: &mut [f32], log: bool) {
+    let n = x.len();
+    if n == 0 {
+        return;
+    }
+    // SAFETY: the reduction reads x only.
+    let m = unsafe { reduce(s, Reduce::Max, x) };
+    // A row of -inf: e^{x-max} is NaN, as the reference gives (-inf - -inf).
+    let mv = s.splat(m);
+    let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+    let mut sum = 0.0f64;
+    blocks::<S>(n, |i, l| {
+        // SAFETY: i + l <= n for both slices.
+        unsafe {
+            if l == S::LANES {
+                let e = math::exp(s, s.sub(s.load(xp.add(i)), mv));
+                if !log {
+                    s.store(yp.add(i), e);
+                }
+                sum += s.hsum(e) as f64;
+            } else {
+                let e = math::exp(s, s.sub(s.load_n(xp.add(i), l, f32::NEG_INFINITY), mv));
+                let e = s.select(s.is_nan(e), s.splat(0.0), e);
+                if !log {
+                    s.store_n(yp.add(i), e, l);
+                }
+                // Masked lanes give e^{-inf} = 0 (or NaN, zeroed above, for an all -inf row;
+                // the stored lanes keep their NaN).
+                sum += s.hsum(e) as f64;
+            }
+        }
+    });
+    if log {
+        // (x - max) is exact near the maximum; ln Σ is subtracted after, one rounding.
+        let lsum = s.splat(sum.ln() as f32);
+        // SAFETY: x and y hold n floats.
+        unsafe { map(s, xp, yp, n, |v| s.sub(s.sub(v, mv), lsum)) };
+    } else {
+        let inv = s.splat((1.0 / sum) as f32);
+        // SAFETY: y holds n floats.
+        unsafe { map(s, yp as *const f32, yp, n, |v| s.mul(v, inv)) };
+    }
+}
+
+/// `(mean, variance)` of a row, two passes; with `rms`, `(0, mean of squares)`.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
+#[inline(always)]
+pub unsafe fn mean_var<S: Simd>(s: S, x: &[f32], rms: bool) -> (f32, f32) {
+    let n = x.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let nf = n as f64;
+    let mean = if rms {
+        0.0
+    } else {
+        // SAFETY: reads x only.
+        (unsafe { reduce(s, Reduce::Sum, x) } as f64 / nf) as f32
+    };
+    let mv = s.splat(mean);
+    let p = x.as_ptr();
+    let mut acc = 0.0f64;
+    let mut start = 0;
+    let chunk = S::LANES * 256;
+    while start < n {
+        let end = (start + chunk).min(n);
+        let mut a = s.splat(0.0);
+        let mut i = start;
+        while i < end {
+            let l = S::LANES.min(end - i);
+            // SAFETY: i + l <= n; masked lanes load the mean (a zero deviation).
+            let d = s.sub(unsafe { s.load_n(p.add(i), l, mean) }, mv);
+            a = s.fma(d, d, a);
+            i += l;
+        }
+        acc += s.hsum(a) as f64;
+        start = end;
+    }
+    (mean, (acc / nf) as f32)
+}
+
+/// `y = (x - mean)·inv·gamma + beta`.
+///
+/// # Safety
+/// The token `s` must be of an ISA this CPU runs (what its constructor checks); the slices
+/// bound every access.
+#[inline(always)]
+pub unsafe fn scale_shift<S: Simd>(
+    s: S,
+    x: &[f32],
+    y: &mut [f32],
+    mean: f32,
+    inv: f32,
+    gamma: Operand,
+    beta: Operand,
+) {
+    let (mv, iv) = (s.splat(mean), s.splat(inv));
+    let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+    blocks::<S>(x.len(), |i, l| {
+        // SAFETY: i + l <= n for x, y and the slice operands (checked by the caller).
+        unsafe {
+            let v = if l == S::LANES {
+                s.load(xp.add(i))
+            } else {
+                s.load_n(xp.add(i), l, 0.0)
+            };
+            let g = load_op(s, gamma, i, l);
+            let b = load_op(s, beta, i, l);
+            let r = s.fma(s.mul(s.sub(v, mv), iv), g, b);
+            if l == S::LANES {
+                s.store(yp.add(i), r);
+            } else {
+                s.store_n(yp.add(i), r, l);
+            }
+        }
+    });
+}

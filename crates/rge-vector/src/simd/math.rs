@@ -1,0 +1,372 @@
+//! Vectorized f32 math, written once over [`Simd`] (so every ISA and the scalar twin compute
+//! the same thing). Maximum errors, measured by `tests/math_sweep.rs` over a stride through all
+//! 2^32 bit patterns plus every float of the interesting ranges, against f64 references, are
+//! listed in `docs/vector-engine.md`; in short every function is within a few ulp where its
+//! result is a normal float, and within a few of the smallest denormal below that.
+//!
+//! NaN in gives NaN out (quieted); infinities give the limits ONNX (numpy) gives.
+//!
+//! - `exp`: Cody–Waite reduction by ln 2, `1 + r + r²·P5(r)`, `2^n` applied as two factors
+//!   so results down to the denormals round once (the dense engine's epilogue uses the same).
+//! - `expm1`: its Taylor polynomial below |x| = 0.5 (no cancellation), `exp(x) - 1` above.
+//! - `log`: the mantissa in [√½, √2) and Cephes' degree-9 polynomial for `log(1+f)`; denormal
+//!   inputs are scaled by 2^23 first.
+//! - `tanh`: an odd polynomial below |x| = 0.625, `1 - 2/(e^{2|x|}+1)` above.
+//! - `sigmoid`: `1/(1+e^{-x})` for x ≥ 0, `e^x/(1+e^x)` below (no overflow, no cancellation).
+//! - `erf`: its Taylor series below |x| = 0.75, `1 - t·e^{-x²}·Q(t)` with `t = 1/(1+|x|/2)`
+//!   above, `x²` carried exactly as `h + l`.
+//! - erf-GELU and tanh-GELU as in the dense epilogue (`x·Φ(x)` from erfc without the `1 + erf`
+//!   cancellation; `x·sigmoid(2u)` with `2u` in double-f32).
+//! - `softplus`: `max(x, 0) + log1p(e^{-|x|})`, `log1p(u) = log(1+u)·u/((1+u)-1)`.
+//! - `sin`/`cos`: reduction by π/2 in three parts (the first exact, the rest in double-f32)
+//!   for |x| < 4096, polynomials on [-π/4, π/4]; larger |x| goes lane by lane through f64.
+
+use super::Simd;
+
+/// Horner evaluation of `c[0] + c[1]·x + …`.
+#[inline(always)]
+pub fn poly<S: Simd, const N: usize>(s: S, x: S::V, c: &[f32; N]) -> S::V {
+    let mut p = s.splat(c[N - 1]);
+    for &ci in c[..N - 1].iter().rev() {
+        p = s.fma(p, x, s.splat(ci));
+    }
+    p
+}
+
+/// `y`, or the (quieted) NaN `x` where `x` is NaN.
+#[inline(always)]
+pub fn keep_nan<S: Simd>(s: S, x: S::V, y: S::V) -> S::V {
+    s.select(s.is_nan(x), s.add(x, x), y)
+}
+
+/// `e^x`.
+#[inline(always)]
+pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
+    keep_nan(s, x, exp_mul(s, x, s.splat(1.0)))
+}
+
+/// `m·e^x`, rounded once at the end even where the result is denormal (`m` a normal float;
+/// NaN `x` not handled).
+#[inline(always)]
+pub fn exp_mul<S: Simd>(s: S, x: S::V, m: S::V) -> S::V {
+    // 1 + r + r²·P(r) on |r| <= ln2/2 (least squares, relative error 6e-11 in exact arithmetic).
+    const P: [f32; 6] = [
+        0.5,
+        0.166_666_66,
+        0.041_666_27,
+        0.008_333_43,
+        0.001_394_602_4,
+        0.000_198_265_01,
+    ];
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split so that n·LN2_HI is exact for |n| < 2^9.
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    // Below -110 the result rounds to 0 (for |m| < 2^40); above 89, 2^n overflows to inf.
+    let xc = s.min(s.splat(89.0), s.max(s.splat(-110.0), x));
+    let n = s.round(s.mul(xc, s.splat(LOG2E)));
+    let r = s.fma(n, s.splat(-LN2_HI), xc);
+    let r = s.fma(n, s.splat(-LN2_LO), r);
+    let e = s.fma(s.mul(r, r), poly(s, r, &P), s.add(r, s.splat(1.0)));
+    // 2^n in two factors so every n in [-159, 128] is representable.
+    let n1 = s.round(s.mul(n, s.splat(0.5)));
+    let n2 = s.sub(n, n1);
+    s.mul(s.mul(s.mul(e, m), s.pow2i(n1)), s.pow2i(n2))
+}
+
+/// `e^x - 1`.
+#[inline(always)]
+pub fn expm1<S: Simd>(s: S, x: S::V) -> S::V {
+    // Taylor: x + x²·(1/2 + x/6 + …), truncation below 6e-10 relative on |x| <= 0.5.
+    const P: [f32; 8] = [
+        0.5,
+        0.166_666_67,
+        0.041_666_668,
+        0.008_333_334,
+        0.001_388_888_9,
+        0.000_198_412_7,
+        2.480_158_7e-5,
+        2.755_732e-6,
+    ];
+    let small = s.fma(s.mul(x, x), poly(s, x, &P), x);
+    let big = s.sub(exp_mul(s, x, s.splat(1.0)), s.splat(1.0));
+    keep_nan(s, x, s.select(s.lt(s.abs(x), s.splat(0.5)), small, big))
+}
+
+/// Natural logarithm: `-inf` at ±0, NaN below 0, `inf` at `inf`.
+#[inline(always)]
+pub fn log<S: Simd>(s: S, x: S::V) -> S::V {
+    // Cephes logf: log(1+f) = f - f²/2 + f³·P(f) for f in [√½-1, √2-1] (as published).
+    #[allow(clippy::excessive_precision)]
+    const P: [f32; 9] = [
+        3.333_333_1e-1,
+        -2.499_999_4e-1,
+        2.000_071_4e-1,
+        -1.666_805_8e-1,
+        1.424_932_3e-1,
+        -1.242_014_1e-1,
+        1.167_699_9e-1,
+        -1.151_461e-1,
+        7.037_683_6e-2,
+    ];
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let zero = s.splat(0.0);
+    let tiny = s.lt(x, s.splat(f32::MIN_POSITIVE));
+    let xs = s.select(tiny, s.mul(x, s.splat(8_388_608.0)), x);
+    let (e, m) = s.frexp(xs);
+    let e = s.select(tiny, s.sub(e, s.splat(23.0)), e);
+    let big = s.lt(s.splat(std::f32::consts::SQRT_2), m);
+    let m = s.select(big, s.mul(m, s.splat(0.5)), m);
+    let e = s.select(big, s.add(e, s.splat(1.0)), e);
+    let f = s.sub(m, s.splat(1.0));
+    let z = s.mul(f, f);
+    let y = s.mul(s.mul(f, z), poly(s, f, &P));
+    let y = s.fma(e, s.splat(LN2_LO), y);
+    let y = s.fma(z, s.splat(-0.5), y);
+    let r = s.fma(e, s.splat(LN2_HI), s.add(f, y));
+    // Special values: +inf stays, 0 gives -inf, negatives give NaN.
+    let r = s.select(s.eq(x, s.splat(f32::INFINITY)), x, r);
+    let r = s.select(s.eq(x, zero), s.splat(f32::NEG_INFINITY), r);
+    let r = s.select(s.lt(x, zero), s.splat(f32::NAN), r);
+    keep_nan(s, x, r)
+}
+
+/// `ln(1 + u)` for `u >= 0` (Goldberg: `log(1+u)·u/((1+u)-1)`, exact where `1+u` rounds to 1).
+#[inline(always)]
+fn log1p_pos<S: Simd>(s: S, u: S::V) -> S::V {
+    let w = s.add(s.splat(1.0), u);
+    let d = s.sub(w, s.splat(1.0));
+    let one = s.eq(d, s.splat(0.0));
+    let safe_d = s.select(one, s.splat(1.0), d);
+    s.select(one, u, s.div(s.mul(log(s, w), u), safe_d))
+}
+
+/// `ln(1 + e^x)`.
+#[inline(always)]
+pub fn softplus<S: Simd>(s: S, x: S::V) -> S::V {
+    let e = exp_mul(s, s.neg(s.abs(x)), s.splat(1.0));
+    let r = s.add(s.max(x, s.splat(0.0)), log1p_pos(s, e));
+    keep_nan(s, x, r)
+}
+
+/// `tanh(x)`.
+#[inline(always)]
+pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
+    // tanh(x) = x + x³·P(x²) for |x| < 0.625 (least squares, relative error 5e-10).
+    const P: [f32; 6] = [
+        -0.333_333_3,
+        0.133_332_25,
+        -0.053_949_386,
+        0.021_715_494,
+        -0.008_214_815,
+        0.002_177_869,
+    ];
+    let ax = s.abs(x);
+    let z = s.mul(x, x);
+    let small = s.fma(s.mul(x, z), poly(s, z, &P), x);
+    let e = exp_mul(s, s.add(ax, ax), s.splat(1.0));
+    let big = s.sub(s.splat(1.0), s.div(s.splat(2.0), s.add(e, s.splat(1.0))));
+    let big = s.copysign(big, x);
+    keep_nan(s, x, s.select(s.lt(ax, s.splat(0.625)), small, big))
+}
+
+/// `m·sigmoid(h + l)` for a small correction `l`, without overflow: `m/(1 + e^{-w})` for
+/// `w >= 0`, `m·e^{w}/(1 + e^{w})` below (`m·e^{w}` rounded once).
+#[inline(always)]
+fn mul_sigmoid<S: Simd>(s: S, m: S::V, h: S::V, l: S::V) -> S::V {
+    let zero = s.splat(0.0);
+    let one = s.splat(1.0);
+    let neg = s.lt(h, zero);
+    // -|w| = nh + nl
+    let nh = s.neg(s.abs(h));
+    let nl = s.select(neg, l, s.neg(l));
+    let e = exp_mul(s, nh, s.add(one, nl));
+    let den = s.add(one, e);
+    let num = s.select(neg, exp_mul(s, nh, s.mul(m, s.add(one, nl))), m);
+    s.div(num, den)
+}
+
+/// `1 / (1 + e^{-x})`.
+#[inline(always)]
+pub fn sigmoid<S: Simd>(s: S, x: S::V) -> S::V {
+    keep_nan(s, x, mul_sigmoid(s, s.splat(1.0), x, s.splat(0.0)))
+}
+
+/// `x·sigmoid(alpha·x)` (Swish; SiLU at alpha = 1), `alpha·x` carried exactly.
+#[inline(always)]
+pub fn swish<S: Simd>(s: S, x: S::V, alpha: f32) -> S::V {
+    let (h, l) = two_prod(s, s.splat(alpha), x);
+    let inf = s.splat(f32::INFINITY);
+    let finite = s.lt(s.abs(h), inf);
+    let r = mul_sigmoid(s, x, h, s.select(finite, l, s.splat(0.0)));
+    // At ±inf the formula's own value: x·sigmoid(±inf) (inf·1, or -inf·0 = NaN).
+    let plain = s.mul(x, sigmoid(s, h));
+    let r = s.select(s.lt(s.abs(x), inf), r, plain);
+    keep_nan(s, x, r)
+}
+
+/// erfc(z)·e^{z²}/t as a polynomial in t = 1/(1 + z/2) on t in [0.08, 1] (z <= 23),
+/// least squares on the relative error (1.5e-7 evaluated in f32); the dense epilogue's `Q`.
+const ERFC_Q: [f32; 11] = [
+    0.282_094_75,
+    0.282_093_9,
+    0.246_901_53,
+    0.175_053_83,
+    0.095_196_79,
+    -0.065_590_54,
+    0.146_375_52,
+    -0.474_547_98,
+    0.510_041_95,
+    -0.242_311_92,
+    0.044_692_144,
+];
+
+/// `erf(x)`.
+#[inline(always)]
+pub fn erf<S: Simd>(s: S, x: S::V) -> S::V {
+    // 2/√π Σ (-1)^n x^(2n+1)/(n!(2n+1)) through n = 10: truncation below 1e-10 on |x| < 0.75.
+    const T: [f32; 11] = [
+        std::f32::consts::FRAC_2_SQRT_PI,
+        -0.376_126_4,
+        0.112_837_92,
+        -0.026_866_17,
+        0.005_223_977_6,
+        -0.000_854_832_7,
+        0.000_120_553_33,
+        -1.492_565e-5,
+        1.646_211_4e-6,
+        -1.636_584_5e-7,
+        1.480_719_3e-8,
+    ];
+    let one = s.splat(1.0);
+    let ax = s.min(s.splat(10.0), s.abs(x));
+    let small = s.mul(x, poly(s, s.mul(x, x), &T));
+    let t = s.div(one, s.fma(ax, s.splat(0.5), one));
+    let h = s.mul(ax, ax);
+    let l = s.fma(ax, ax, s.neg(h));
+    // e^{-(h + l)} = e^{-h}·(1 - l)
+    let e = exp_mul(s, s.neg(h), s.sub(one, l));
+    let erfc = s.mul(s.mul(t, poly(s, t, &ERFC_Q)), e);
+    let big = s.copysign(s.sub(one, erfc), x);
+    keep_nan(s, x, s.select(s.lt(s.abs(x), s.splat(0.75)), small, big))
+}
+
+/// erf-GELU: `x·Φ(x)`, `Φ(x) = erfc(-x/√2)/2`.
+#[inline(always)]
+pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
+    // Φ is exactly 0 or 1 in f32 beyond |x| = 20; clamping keeps x² finite.
+    let one = s.splat(1.0);
+    let ax = s.min(s.splat(20.0), s.abs(x));
+    let t = s.div(
+        one,
+        s.fma(ax, s.splat(0.5 * std::f32::consts::FRAC_1_SQRT_2), one),
+    );
+    // z² = x²/2 exactly as h + l, so e^{-z²} keeps full relative precision in the tail.
+    let h = s.mul(ax, ax);
+    let l = s.fma(ax, ax, s.neg(h));
+    let tq = s.mul(t, poly(s, t, &ERFC_Q));
+    let corr = s.fma(l, s.splat(-0.5), one);
+    let e = exp_mul(s, s.mul(h, s.splat(-0.5)), corr);
+    // x >= 0: x·(1 - erfc/2). x < 0: x·erfc/2 = -|x|·t·Q·e^{-z²}/2, scale applied last.
+    let pos = s.mul(x, s.fma(s.mul(tq, e), s.splat(-0.5), one));
+    let neg = exp_mul(
+        s,
+        s.mul(h, s.splat(-0.5)),
+        s.mul(s.mul(ax, s.splat(-0.5)), s.mul(tq, corr)),
+    );
+    let r = s.select(s.lt(x, s.splat(0.0)), neg, pos);
+    // Below -20 the result is -0; at -inf the ONNX formula's `-inf·0` is NaN.
+    let r = s.select(s.lt(x, s.splat(-20.0)), s.mul(x, s.splat(0.0)), r);
+    keep_nan(s, x, r)
+}
+
+/// Error-free product: `a·b = h + l`.
+#[inline(always)]
+fn two_prod<S: Simd>(s: S, a: S::V, b: S::V) -> (S::V, S::V) {
+    let h = s.mul(a, b);
+    (h, s.fma(a, b, s.neg(h)))
+}
+
+/// Error-free sum: `a + b = h + l`.
+#[inline(always)]
+fn two_sum<S: Simd>(s: S, a: S::V, b: S::V) -> (S::V, S::V) {
+    let h = s.add(a, b);
+    let bb = s.sub(h, a);
+    let l = s.add(s.sub(a, s.sub(h, bb)), s.sub(b, bb));
+    (h, l)
+}
+
+/// A constant as an f32 pair `hi + lo`.
+const fn split(c: f64) -> (f32, f32) {
+    let hi = c as f32;
+    (hi, (c - hi as f64) as f32)
+}
+
+/// tanh-GELU as `x·sigmoid(2u)`, `2u = K·x·(1 + C·x²)`, `2u` in double-f32.
+#[inline(always)]
+pub fn gelu_tanh<S: Simd>(s: S, x: S::V) -> S::V {
+    const K: (f32, f32) = split(2.0 * 0.797_884_560_802_865_4); // 2·√(2/π)
+    const C: (f32, f32) = split(0.044_715);
+    let xc = s.min(s.splat(20.0), s.max(s.splat(-20.0), x));
+    let (qh, ql) = two_prod(s, xc, xc);
+    let (ch, cl) = two_prod(s, s.splat(C.0), qh);
+    let cl = s.fma(s.splat(C.0), ql, s.fma(s.splat(C.1), qh, cl));
+    let (ih, il) = two_sum(s, s.splat(1.0), ch);
+    let il = s.add(il, cl);
+    let (kh, kl) = two_prod(s, s.splat(K.0), xc);
+    let kl = s.fma(s.splat(K.1), xc, kl);
+    let (wh, wl) = two_prod(s, kh, ih);
+    let wl = s.fma(kh, il, s.fma(kl, ih, wl));
+    let r = mul_sigmoid(s, x, wh, wl);
+    // Below -20 the result is -0 (`x·e^{-600}`); at -inf the formula's `-inf·0` is NaN.
+    let r = s.select(s.lt(x, s.splat(-20.0)), s.mul(x, s.splat(0.0)), r);
+    keep_nan(s, x, r)
+}
+
+/// Below this |x|, sin and cos reduce in vector code.
+pub const TRIG_VECTOR_LIMIT: f32 = 4096.0;
+
+/// `(sin, cos)` of `x` for |x| < [`TRIG_VECTOR_LIMIT`] (other lanes are garbage; the loop sends
+/// such blocks through f64).
+#[inline(always)]
+pub fn sin_cos<S: Simd>(s: S, x: S::V) -> (S::V, S::V) {
+    // π/2 = C1 + C2 + C3 + O(2^-69); C1 has 12 bits, so j·C1 is exact for j < 2^12.
+    const C1: f32 = 1.570_800_8;
+    const C2: f32 = -4.454_455e-6;
+    const C3: f32 = -1.651_399_6e-13;
+    // Cephes sinf/cosf polynomials on [-π/4, π/4].
+    const SP: [f32; 3] = [-1.666_665_5e-1, 8.332_161e-3, -1.951_529_6e-4];
+    const CP: [f32; 3] = [4.166_664_6e-2, -1.388_731_6e-3, 2.443_315_7e-5];
+    let j = s.round(s.mul(x, s.splat(std::f32::consts::FRAC_2_PI)));
+    // r1 = x - j·C1 exactly (exact product, Sterbenz).
+    let r1 = s.fma(j, s.splat(-C1), x);
+    let (ph, pl) = two_prod(s, j, s.splat(C2));
+    let (rh, rl) = two_sum(s, r1, s.neg(ph));
+    let rl = s.sub(rl, s.fma(j, s.splat(C3), pl));
+    let r = s.add(rh, rl);
+    let rlo = s.sub(rl, s.sub(r, rh));
+    let z = s.mul(r, r);
+    // sin(r + rlo) ≈ sin r + rlo·cos r, cos(r + rlo) ≈ cos r - rlo·sin r (rlo ≈ ulp(r)).
+    let sr = s.fma(s.mul(r, z), poly(s, z, &SP), r);
+    let cr = s.fma(
+        s.mul(z, z),
+        poly(s, z, &CP),
+        s.fma(z, s.splat(-0.5), s.splat(1.0)),
+    );
+    let sr = s.fma(rlo, cr, sr);
+    let cr = s.fma(s.neg(rlo), r, cr);
+    // Quadrant q = j mod 4: sin = [s, c, -s, -c][q], cos = [c, -s, -c, s][q].
+    let q = s.sub(j, s.mul(s.floor(s.mul(j, s.splat(0.25))), s.splat(4.0)));
+    let odd = s.eq(
+        s.sub(q, s.mul(s.floor(s.mul(q, s.splat(0.5))), s.splat(2.0))),
+        s.splat(1.0),
+    );
+    let sin = s.select(odd, cr, sr);
+    let cos = s.select(odd, sr, cr);
+    let sin_neg = s.le(s.splat(2.0), q);
+    let cos_neg = s.or(s.eq(q, s.splat(1.0)), s.eq(q, s.splat(2.0)));
+    let sin = s.select(sin_neg, s.neg(sin), sin);
+    let cos = s.select(cos_neg, s.neg(cos), cos);
+    (sin, cos)
+}
