@@ -82,6 +82,8 @@ fn spans(input: usize, output: usize) -> Vec<Vec<(usize, f64)>> {
 }
 
 /// Resizes `src` (geometry `g`) to `oh × ow` into `dst` (`g.n · oh · ow · g.c` values).
+// The op's own parameters, passed as they are: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn resize(
     src: &[f32],
     g: Geometry,

@@ -56,7 +56,7 @@ fn two_inputs(op: &OpDesc) -> Result<(), String> {
 /// The vector engine's kernel definitions, for the ISA `isa` (the best one by default).
 pub fn kernel_set_for(isa: Isa) -> KernelResult<KernelSet> {
     let reg = reference()?;
-    let mut set = KernelSet::new();
+    let mut set = matrix_kernels(&reg)?;
     for &op in UNARY_OPS {
         let r = factory(&reg, op)?;
         set.add(
@@ -98,9 +98,14 @@ pub fn kernel_set_for(isa: Isa) -> KernelResult<KernelSet> {
     norm::add_kernels(&mut set, &reg, isa)?;
     reduce::add_kernels(&mut set, &reg, isa)?;
     pool::add_kernels(&mut set, &reg, isa)?;
-    // The matrix ops, for `ge.engineType = vector`: the reference kernels (f32).
+    Ok(set)
+}
+
+/// The matrix ops, for `ge.engineType = vector`: the reference kernels (f32).
+fn matrix_kernels(reg: &rge_kernels::KernelRegistry) -> KernelResult<KernelSet> {
+    let mut set = KernelSet::new();
     for op in ["MatMul", "Gemm", "Conv"] {
-        let r = factory(&reg, op)?;
+        let r = factory(reg, op)?;
         set.add(
             KernelDef::from_fn(format!("vector.{op}"), "", op, r)
                 .all_inputs(TypeSet::of(&[DType::Float]))
@@ -115,9 +120,34 @@ pub fn kernel_set() -> KernelResult<KernelSet> {
     kernel_set_for(Isa::best())
 }
 
+/// The vector engine with only the matrix ops (the reference kernels, which `dense` wins while
+/// it is in the set). The command line's default set uses it: the SIMD loops do not yet inline
+/// into their `#[target_feature]` entry points (closures do not inherit the features), so they
+/// run slower than the `cpu` engine's kernels (Sigmoid 8×, Add 4× on 16M floats) and must not
+/// win placement. `--engine-type vector` gets [`vector_engine`].
+pub fn vector_engine_matrix_only() -> EngineResult<BasicEngine> {
+    let set = reference()
+        .and_then(|reg| matrix_kernels(&reg))
+        .map_err(|e| rge_engine::EngineError::Engine {
+            engine: VECTOR.into(),
+            message: e.to_string(),
+        })?;
+    Ok(vector_attrs().with_store(KernelStore::new(VECTOR, "vector_kernels", 2, set)))
+}
+
 /// The vector engine: cost 2, device runtime (GE's Vector Core), its kernels.
 pub fn vector_engine() -> EngineResult<BasicEngine> {
-    let engine = match BasicEngine::standard(VECTOR) {
+    let engine = vector_attrs();
+    let set = kernel_set().map_err(|e| rge_engine::EngineError::Engine {
+        engine: VECTOR.into(),
+        message: e.to_string(),
+    })?;
+    Ok(engine.with_store(KernelStore::new(VECTOR, "vector_kernels", 2, set)))
+}
+
+/// The engine's attributes: the seed's VectorEngine row.
+fn vector_attrs() -> BasicEngine {
+    match BasicEngine::standard(VECTOR) {
         Some(e) => e,
         None => BasicEngine::new(EngineAttributes {
             name: VECTOR.into(),
@@ -128,10 +158,5 @@ pub fn vector_engine() -> EngineResult<BasicEngine> {
             output_format: rge_ir::Format::RESERVED,
             kind: EngineKind::Atomic,
         }),
-    };
-    let set = kernel_set().map_err(|e| rge_engine::EngineError::Engine {
-        engine: VECTOR.into(),
-        message: e.to_string(),
-    })?;
-    Ok(engine.with_store(KernelStore::new(VECTOR, "vector_kernels", 2, set)))
+    }
 }

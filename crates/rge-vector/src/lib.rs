@@ -10,5 +10,5 @@ pub mod reduce;
 mod rows;
 pub mod simd;
 
-pub use engine::{kernel_set, kernel_set_for, vector_engine, VECTOR};
+pub use engine::{kernel_set, kernel_set_for, vector_engine, vector_engine_matrix_only, VECTOR};
 pub use simd::Isa;
