@@ -275,8 +275,20 @@ fn close(a: &[f32], b: &[f32]) {
     }
 }
 
+/// The nodes vector takes (the graph passes fuse Sigmoid·Mul into one Swish, `silu_silu`).
 const VECTOR_NODES: &[&str] = &[
-    "clip", "pool", "sig", "silu", "bias", "gap", "scale", "erf", "one", "gelu", "ln", "sm", "rm",
+    "clip",
+    "pool",
+    "silu_silu",
+    "bias",
+    "gap",
+    "scale",
+    "erf",
+    "one",
+    "gelu",
+    "ln",
+    "sm",
+    "rm",
 ];
 
 /// By default the vector engine offers only the matrix ops (its SIMD loops are slower than the
@@ -344,6 +356,6 @@ fn engine_type_vector_excludes_dense_and_runs_the_matrix_ops() {
             ..EngineArgs::default()
         },
     );
-    assert_eq!(engine(&placed, "sig"), "cpu");
+    assert_eq!(engine(&placed, "silu_silu"), "cpu");
     assert_eq!(engine(&placed, "fc"), "dense");
 }
