@@ -135,6 +135,14 @@ fn batch_offset(idx: usize, out_batch: &[usize], dims: &[usize]) -> usize {
 }
 
 impl Kernel for MatMulKernel {
+    fn absorbed_inputs(&self) -> &[usize] {
+        if self.packed_b.is_some() {
+            &[1]
+        } else {
+            &[]
+        }
+    }
+
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let a = ctx.input(0)?;
         let b = ctx.input(1)?;
@@ -194,12 +202,16 @@ impl Kernel for MatMulKernel {
             None => None,
         };
         let av = f32s(&a, "A")?;
-        let bv = f32s(&b, "B")?;
+        let packed = self.packed_b.as_ref().filter(|p| p.k() == k && p.n() == n);
+        // A packed B is the kernel's own copy: the constant's data may have been released.
+        let bv = match packed {
+            Some(_) => &[][..],
+            None => f32s(&b, "B")?,
+        };
         let threads = ctx.threads();
         let nbatch: usize = batch.iter().product();
         let out = ctx.output::<f32>(0, &out_shape)?;
         let b_is_matrix = bb.iter().all(|&d| d == 1);
-        let packed = self.packed_b.as_ref().filter(|p| p.k() == k && p.n() == n);
         let b_op = |off: usize| match packed {
             Some(p) => BOperand::Packed(p),
             None => BOperand::Raw {
@@ -301,6 +313,14 @@ pub fn create_gemm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
 }
 
 impl Kernel for GemmKernel {
+    fn absorbed_inputs(&self) -> &[usize] {
+        if self.packed_b.is_some() {
+            &[1]
+        } else {
+            &[]
+        }
+    }
+
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let a = ctx.input(0)?;
         let b = ctx.input(1)?;
@@ -328,7 +348,15 @@ impl Kernel for GemmKernel {
         }
         let c_in = ctx.opt_input(2)?;
         let av = f32s(&a, "A")?;
-        let bv = f32s(&b, "B")?;
+        let packed = self
+            .packed_b
+            .as_ref()
+            .filter(|pb| pb.k() == k && pb.n() == n);
+        // A packed B is the kernel's own copy: the constant's data may have been released.
+        let bv = match packed {
+            Some(_) => &[][..],
+            None => f32s(&b, "B")?,
+        };
         // C broadcast to (m, n): a full matrix goes through beta; a row, a column or a scalar
         // becomes the epilogue's bias (times beta).
         enum CForm<'c> {
@@ -387,10 +415,6 @@ impl Kernel for GemmKernel {
             ld: sa[1],
             trans: self.trans_a,
         };
-        let packed = self
-            .packed_b
-            .as_ref()
-            .filter(|pb| pb.k() == k && pb.n() == n);
         let b_op = match packed {
             Some(pb) => BOperand::Packed(pb),
             None => BOperand::Raw {
@@ -538,6 +562,14 @@ fn im2col_tile(x: &[f32], cin_g: usize, g: &DwGeometry, c0: usize, cols: usize, 
 }
 
 impl Kernel for ConvKernel {
+    fn absorbed_inputs(&self) -> &[usize] {
+        if self.packed_w.is_some() {
+            &[1]
+        } else {
+            &[]
+        }
+    }
+
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let x = ctx.input(0)?;
         let w = ctx.input(1)?;
@@ -630,13 +662,22 @@ impl Kernel for ConvKernel {
             None => None,
         };
         let xv = f32s(&x, "X")?;
-        let wv = f32s(&w, "W")?;
+        let depthwise = grp == cin && cout == cin && cin_g == 1;
+        let all_packed = self
+            .packed_w
+            .as_ref()
+            .is_some_and(|pw| pw.len() == grp && pw.iter().all(|p| p.m() == cout_g && p.k() == kk));
+        // Packed weights are the kernel's own copy: the constant's data may have been released.
+        let wv = if all_packed && !depthwise {
+            &[][..]
+        } else {
+            f32s(&w, "W")?
+        };
         let threads = ctx.threads();
         let out = ctx.output::<f32>(0, out_shape)?;
         if ohw == 0 || cout == 0 {
             return Ok(());
         }
-        let depthwise = grp == cin && cout == cin && cin_g == 1;
         if depthwise {
             return self.depthwise(xv, wv, bias, z, &g, cout, out, threads);
         }
@@ -666,9 +707,7 @@ impl Kernel for ConvKernel {
                 let xg =
                     &xv[(n * cin + gi * cin_g) * h * wd..(n * cin + (gi + 1) * cin_g) * h * wd];
                 let a_op = match &self.packed_w {
-                    Some(pw) if pw[gi].m() == cout_g && pw[gi].k() == kk => {
-                        AOperand::Packed(&pw[gi])
-                    }
+                    Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
                     _ => AOperand::Raw {
                         data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
                         ld: kk,

@@ -9,7 +9,8 @@ use crate::dtype::DType;
 use crate::error::{KernelError, KernelResult};
 use crate::tensor::{Tensor, TensorData};
 
-/// A runtime tensor from an IR tensor (data copied into aligned memory).
+/// A runtime tensor from an IR tensor: its bytes shared when they are 16-byte aligned (import
+/// aligns large weights), else copied into aligned memory.
 pub fn tensor_from_ir(t: &rge_ir::Tensor) -> KernelResult<Tensor> {
     let dtype = DType::from_desc(&t.desc).ok_or_else(|| {
         KernelError::unsupported(format!(
@@ -31,7 +32,7 @@ pub fn tensor_from_ir(t: &rge_ir::Tensor) -> KernelResult<Tensor> {
         let n: usize = dims.iter().product();
         return Tensor::from_strings(&dims, decode_ge_strings(&t.data, n)?);
     }
-    Tensor::from_bytes(dtype, &dims, &t.data)
+    Tensor::from_shared_bytes(dtype, &dims, t.data.clone())
 }
 
 /// An IR tensor (format ND) from a runtime tensor.

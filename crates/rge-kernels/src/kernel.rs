@@ -26,6 +26,14 @@ pub trait Kernel: Send + Sync {
     fn reuse_input(&self) -> Option<(usize, usize)> {
         None
     }
+
+    /// Constant inputs the kernel keeps its own copy of (a weight it packed when it was built)
+    /// and reads nothing of at run time but dtype and shape. When every reader of a constant
+    /// absorbed it, a program built for running releases the constant's data (its bytes become
+    /// empty; reading them is an error, never stale data).
+    fn absorbed_inputs(&self) -> &[usize] {
+        &[]
+    }
 }
 
 /// Everything a kernel factory may read about its node.

@@ -118,6 +118,41 @@ impl Tensor {
         })
     }
 
+    /// A tensor over `bytes`, shared without a copy when they are 16-byte aligned (checked like
+    /// [`Tensor::from_bytes`]).
+    pub fn from_shared_bytes(
+        dtype: DType,
+        shape: &[usize],
+        bytes: bytes::Bytes,
+    ) -> KernelResult<Self> {
+        if dtype.is_string() {
+            return Err(KernelError::invalid(
+                "string tensors hold strings, not bytes",
+            ));
+        }
+        check_len(dtype, shape, bytes.len())?;
+        check_bools(dtype, &bytes)?;
+        Ok(Tensor {
+            dtype,
+            shape: Dims::from_slice(shape),
+            data: TensorData::Bytes(Buffer::from_shared(bytes)),
+        })
+    }
+
+    /// The tensor with its data released: same dtype and shape, no bytes (what a program keeps
+    /// of a constant whose every reader absorbed it, `Kernel::absorbed_inputs`). Reading its
+    /// bytes is an error.
+    pub fn released(&self) -> Self {
+        Tensor {
+            dtype: self.dtype,
+            shape: self.shape.clone(),
+            data: match &self.data {
+                TensorData::Bytes(_) => TensorData::Bytes(Buffer::default()),
+                TensorData::Strings(s) => TensorData::Strings(s.clone()),
+            },
+        }
+    }
+
     /// A tensor owning `buffer` (checked like [`Tensor::from_bytes`]).
     pub fn from_buffer(dtype: DType, shape: &[usize], buffer: Buffer) -> KernelResult<Self> {
         if dtype.is_string() {
@@ -321,6 +356,12 @@ impl<'a> TensorRef<'a> {
     #[inline]
     pub fn bytes(&self) -> KernelResult<&'a [u8]> {
         match self.data {
+            DataRef::Bytes(b) if b.is_empty() && self.shape.iter().all(|&d| d > 0) => {
+                // Only a released constant has no bytes for a non-empty shape.
+                Err(KernelError::invalid(
+                    "the data of this constant was released into a kernel's packed copy",
+                ))
+            }
             DataRef::Bytes(b) => Ok(b),
             DataRef::Strings(_) => Err(KernelError::invalid("string tensor read as bytes")),
         }

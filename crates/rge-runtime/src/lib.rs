@@ -21,6 +21,7 @@ mod phony;
 pub mod plan;
 pub mod profile;
 pub mod program;
+pub mod release;
 pub mod saved;
 pub mod session;
 pub mod shape_cache;

@@ -33,6 +33,13 @@ fn weight_bytes(m: &Model) -> i64 {
 
 /// Writes `model` to `path` (GE ModelDef binary).
 pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
+    if crate::release::weights_released(model.graph()) {
+        return Err(RuntimeError::file(
+            path.display(),
+            "the model was built for running: the weights its kernels packed were released; \
+             build it with keep_compiled_state (what `rge compile` does) to save it",
+        ));
+    }
     // Compiles record each node's kernel; models compiled before that get them from the
     // program, on a copy. Otherwise the graph is written as it is, op by op, never copied.
     let copy;

@@ -198,10 +198,13 @@ impl Session {
             opsets: graph_opsets(&graph),
             saved_offsets,
         };
-        let program = lower_graph(&env, &graph, graph.root())?;
+        let mut program = lower_graph(&env, &graph, graph.root())?;
         let mut graph = graph;
         if !self.options.keep_compiled_state {
             rge_engine::strip_prepared(&mut graph);
+            // Built for running: weights that kernels packed are held once, packed.
+            let released = crate::release::release_absorbed(&mut program);
+            crate::release::release_graph_consts(&mut graph, &released);
         }
         if let Some(limit) = self.options.memory_limit {
             if program.plan.arena_bytes > limit {

@@ -3,8 +3,8 @@
 //! directory: absolute paths, `..` and symbolic links that lead outside are refused; every range
 //! is checked against the file's size before any memory is allocated for it.
 //!
-//! Each data file is memory-mapped once (`crate::mmap`) and tensors are slices of the map: no
-//! weight is copied.
+//! Each data file is memory-mapped once (`crate::mmap`); a large tensor becomes one owned aligned
+//! copy of its range, whose pages are handed back (small ones stay slices of the map).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -14,6 +14,7 @@ use bytes::Bytes;
 
 use super::error::{OnnxError, Result};
 use super::tensor::At;
+use crate::mmap::FileBytes;
 use crate::onnx_proto::TensorProto;
 
 /// Resolves and reads external data for one model.
@@ -23,7 +24,9 @@ pub(crate) struct External {
     base: Option<PathBuf>,
     /// Canonical base, computed on first use.
     base_canon: Option<PathBuf>,
-    files: HashMap<PathBuf, Bytes>,
+    files: HashMap<PathBuf, FileBytes>,
+    /// The model file's bytes (weights inside it are copied out of it by [`External::own`]).
+    model: Option<FileBytes>,
 }
 
 impl External {
@@ -31,6 +34,21 @@ impl External {
         External {
             base,
             ..Default::default()
+        }
+    }
+
+    /// With the model file's bytes, so that inline weights are made owned and aligned.
+    pub(crate) fn with_model_file(mut self, file: FileBytes) -> Self {
+        self.model = Some(file);
+        self
+    }
+
+    /// `data`, a slice of the model file, as the weight's one owned aligned copy (the file's
+    /// pages under it handed back: `crate::mmap`).
+    pub(crate) fn own(&self, data: &Bytes) -> Bytes {
+        match &self.model {
+            Some(f) => f.owned_aligned(data),
+            None => FileBytes::in_memory(Bytes::new()).owned_aligned(data),
         }
     }
 
@@ -65,7 +83,7 @@ impl External {
         let offset = offset.map(|v| parse("offset", v)).transpose()?.unwrap_or(0);
         let length = length.map(|v| parse("length", v)).transpose()?;
         let path = self.resolve(location).map_err(err)?;
-        let data = match self.files.get(&path) {
+        let file = match self.files.get(&path) {
             Some(d) => d.clone(),
             None => {
                 let f = File::open(&path).map_err(|e| err(format!("`{location}`: {e}")))?;
@@ -76,15 +94,16 @@ impl External {
                     return Err(err(format!("`{location}` is not a regular file")));
                 }
                 let d = if meta.len() == 0 {
-                    Bytes::new()
+                    FileBytes::in_memory(Bytes::new())
                 } else {
-                    crate::mmap::map_open_file(&f)
+                    crate::mmap::map_file_bytes(&f)
                         .map_err(|e| err(format!("mapping `{location}`: {e}")))?
                 };
                 self.files.insert(path.clone(), d.clone());
                 d
             }
         };
+        let data = file.bytes();
         let size = data.len() as u64;
         let length = length.unwrap_or_else(|| size.saturating_sub(offset));
         let end = offset.checked_add(length).filter(|&e| e <= size);
@@ -100,7 +119,7 @@ impl External {
             )));
         }
         // In range of a mapped length, so both fit usize.
-        Ok(data.slice(offset as usize..(offset + length) as usize))
+        Ok(file.owned_aligned(&data.slice(offset as usize..(offset + length) as usize)))
     }
 
     /// The canonical path of `location`, checked to lie inside the model's directory.

@@ -6,8 +6,10 @@
 //! (all named `_onnx_*`, listed in [`names`]) and every decision about odd input are in
 //! `docs/onnx.md`.
 //!
-//! Weights are not copied: the model is decoded from one [`Bytes`] buffer, and each
-//! initializer's `raw_data` becomes its Const tensor's data as a slice of that buffer.
+//! Weights are in memory once: the model is decoded from one [`Bytes`] buffer (a map of the
+//! file), and each large initializer's `raw_data` becomes one owned, 16-byte-aligned copy whose
+//! file pages are handed back (`crate::mmap`), which the runtime then shares without copying;
+//! small ones stay slices of the buffer.
 //!
 //! ```no_run
 //! let model = rge_formats::onnx::import_file("model.onnx")?;
@@ -121,8 +123,8 @@ pub fn tensor_to_proto(
 pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
     let path = path.as_ref();
     let origin = path.display().to_string();
-    // Mapped, not read: initializers become slices of the map (no copy of the weights).
-    let data = crate::mmap::map_file(path).map_err(|source| OnnxError::Io {
+    // Mapped, not read: each weight is copied once out of the map, its pages handed back.
+    let file = crate::mmap::open_file(path).map_err(|source| OnnxError::Io {
         file: origin.clone(),
         source,
     })?;
@@ -130,7 +132,12 @@ pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    import_bytes_in(data, &origin, Some(&dir))
+    let model = ModelProto::decode(file.bytes().clone()).map_err(|source| OnnxError::Decode {
+        file: origin.clone(),
+        source,
+    })?;
+    let ext = external::External::new(Some(dir)).with_model_file(file);
+    import_proto_with(&model, &origin, ext)
 }
 
 /// Imports a model from memory. `origin` names the model in messages; when it is the path of an
@@ -161,7 +168,18 @@ pub fn import_proto(
     origin: &str,
     base_dir: Option<&Path>,
 ) -> Result<OnnxModel> {
-    let ext = external::External::new(base_dir.map(Path::to_path_buf));
+    import_proto_with(
+        model,
+        origin,
+        external::External::new(base_dir.map(Path::to_path_buf)),
+    )
+}
+
+fn import_proto_with(
+    model: &ModelProto,
+    origin: &str,
+    ext: external::External,
+) -> Result<OnnxModel> {
     let mut imp = import::Importer::new(origin, ext, model);
     imp.import_root(model)?;
     let graph = std::mem::take(&mut imp.g);

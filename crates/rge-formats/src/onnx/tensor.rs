@@ -1,7 +1,7 @@
 //! `TensorProto` ↔ rge `Tensor`.
 //!
-//! Import: `raw_data` becomes the tensor's `Bytes` as is (a slice of the model buffer, no copy);
-//! the typed fields (`float_data`, `int32_data`, `int64_data`, `double_data`, `uint64_data`) are
+//! Import: `raw_data` becomes the tensor's `Bytes` (one aligned owned copy for large tensors,
+//! `External::own`; a slice of the model buffer for small ones); the typed fields (`float_data`, `int32_data`, `int64_data`, `double_data`, `uint64_data`) are
 //! converted to little-endian bytes packed as `raw_data` would be; external data is read from
 //! its file. Every length is checked against dims × element size before anything is allocated
 //! from it. `string_data` becomes GE's string tensor layout (see [`encode_strings`]).
@@ -108,7 +108,7 @@ pub(crate) fn tensor_from_proto(tp: &TensorProto, ext: &mut External, at: &At) -
                 tp.raw_data.len()
             )));
         }
-        tp.raw_data.clone()
+        ext.own(&tp.raw_data)
     };
     Ok(Tensor::new(desc, data))
 }
