@@ -48,7 +48,7 @@ fn released_count(model: &rge_runtime::Model) -> usize {
         .program()
         .consts
         .iter()
-        .filter(|t| matches!(t.data(), TensorData::Bytes(b) if b.is_empty() && t.len() > 0))
+        .filter(|t| matches!(t.data(), TensorData::Bytes(b) if b.is_empty() && !t.is_empty()))
         .count()
 }
 
