@@ -44,11 +44,13 @@ impl External {
     }
 
     /// `data`, a slice of the model file, as the weight's one owned aligned copy (the file's
-    /// pages under it handed back: `crate::mmap`).
+    /// pages under it handed back: `crate::mmap`). A model imported from memory keeps slices
+    /// of the caller's buffer (there are no pages to hand back; the runtime copies what is
+    /// not aligned).
     pub(crate) fn own(&self, data: &Bytes) -> Bytes {
         match &self.model {
             Some(f) => f.owned_aligned(data),
-            None => FileBytes::in_memory(Bytes::new()).owned_aligned(data),
+            None => data.clone(),
         }
     }
 
