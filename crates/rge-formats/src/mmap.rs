@@ -116,12 +116,7 @@ impl AsRef<[u8]> for SharedMap {
     }
 }
 
-/// The whole file as `Bytes`: a read-only map for large files, a read for small ones.
-pub fn map_file(path: &Path) -> io::Result<Bytes> {
-    open_file(path).map(|f| f.bytes)
-}
-
-/// The whole file, mapped when large (see [`map_file`]).
+/// The whole file: a read-only map for large files, a read for small ones.
 pub fn open_file(path: &Path) -> io::Result<FileBytes> {
     let file = File::open(path)?;
     let len = file.metadata()?.len();
@@ -129,11 +124,6 @@ pub fn open_file(path: &Path) -> io::Result<FileBytes> {
         return std::fs::read(path).map(|v| FileBytes::in_memory(Bytes::from(v)));
     }
     map_file_bytes(&file)
-}
-
-/// Maps an open file.
-pub fn map_open_file(file: &File) -> io::Result<Bytes> {
-    map_file_bytes(file).map(|f| f.bytes)
 }
 
 /// Maps an open file, keeping the map's handle.
