@@ -1,9 +1,12 @@
 //! The slice loops of the vector kernels, written once over [`Simd`]: full vectors, then one
 //! masked vector for the tail. Each ISA instantiates them inside its `#[target_feature]`
-//! entry points (`super::isa_entries!`).
+//! entry points (`super::entries`).
+//!
+//! No closure appears in a hot loop: a closure is a function of its own that does not inherit
+//! the entry point's target features, so the intrinsics it calls would not inline (8× slower).
+//! The per-element expressions are spliced into the loops by the macros below instead.
 
-use super::math;
-use super::Simd;
+use rge_simd::{math, Simd};
 
 /// An elementwise unary function with its attributes (ONNX semantics).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -114,47 +117,95 @@ pub enum Operand {
     Scalar(f32),
 }
 
-/// The fold of `xs` with `f`, NaN if any element is NaN.
-pub(crate) fn fold_nan(xs: &[f32], f: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut acc = xs[0];
-    for &x in &xs[1..] {
-        if acc.is_nan() || x.is_nan() {
-            return f32::NAN;
+/// `y[i] = $e` for every element, `$v` bound to the vector at `x[i]`: full vectors, then one
+/// masked vector. Expanded in place (no closure). Needs `x` readable and `y` writable for `n`
+/// floats, which may be the same memory (each block is read before it is written).
+macro_rules! map_loop {
+    ($s:ident, $x:expr, $y:expr, $n:expr, |$v:ident| $e:expr) => {{
+        let (x, y, n): (*const f32, *mut f32, usize) = ($x, $y, $n);
+        let lanes = lanes_of($s);
+        let mut i = 0;
+        while i + lanes <= n {
+            // SAFETY: i + LANES <= n (the caller's contract covers n floats).
+            let $v = unsafe { $s.load(x.add(i)) };
+            let r = $e;
+            // SAFETY: as above.
+            unsafe { $s.store(y.add(i), r) };
+            i += lanes;
         }
-        acc = f(acc, x);
-    }
-    acc
+        if i < n {
+            // SAFETY: n - i < LANES floats remain.
+            let $v = unsafe { $s.load_n(x.add(i), n - i, 0.0) };
+            let r = $e;
+            // SAFETY: as above.
+            unsafe { $s.store_n(y.add(i), r, n - i) };
+        }
+    }};
 }
 
-/// Calls `f(ptr offset, lanes)` for every vector block of `n` elements (the last one partial).
-#[inline(always)]
-fn blocks<S: Simd>(n: usize, mut f: impl FnMut(usize, usize)) {
-    let mut i = 0;
-    while i + S::LANES <= n {
-        f(i, S::LANES);
-        i += S::LANES;
-    }
-    if i < n {
-        f(i, n - i);
-    }
-}
-
-/// `y[i] = g(x[i])`.
-///
-/// # Safety
-/// `x` readable and `y` writable for `n` floats (they may be the same memory).
-#[inline(always)]
-unsafe fn map<S: Simd>(s: S, x: *const f32, y: *mut f32, n: usize, g: impl Fn(S::V) -> S::V) {
-    blocks::<S>(n, |i, l| {
-        // SAFETY: i + l <= n (blocks); the contract covers n floats.
-        unsafe {
-            if l == S::LANES {
-                s.store(y.add(i), g(s.load(x.add(i))));
-            } else {
-                s.store_n(y.add(i), g(s.load_n(x.add(i), l, 0.0)), l);
+/// `y[i] = $e` with `$p`, `$q` bound to operands `$a`, `$b` at `i` (each a pointer to `n`
+/// floats or a scalar), one loop per operand kind so no per-block branch remains. Expanded in
+/// place (no closure); pointers may alias `y`.
+macro_rules! zip_loop {
+    ($s:ident, $a:expr, $b:expr, $y:expr, $n:expr, |$p:ident, $q:ident| $e:expr) => {{
+        let (a, b, y, n): (Operand, Operand, *mut f32, usize) = ($a, $b, $y, $n);
+        match (a, b) {
+            (Operand::Ptr(pa), Operand::Ptr(pb)) => zip_run!($s, y, n, i, m;
+                $s.load(pa.add(i)), $s.load(pb.add(i)),
+                $s.load_n(pa.add(i), m, 1.0), $s.load_n(pb.add(i), m, 1.0);
+                |$p, $q| $e),
+            (Operand::Ptr(pa), Operand::Scalar(xb)) => {
+                let vb = $s.splat(xb);
+                zip_run!($s, y, n, i, m;
+                    $s.load(pa.add(i)), vb, $s.load_n(pa.add(i), m, 1.0), vb;
+                    |$p, $q| $e)
+            }
+            (Operand::Scalar(xa), Operand::Ptr(pb)) => {
+                let va = $s.splat(xa);
+                zip_run!($s, y, n, i, m;
+                    va, $s.load(pb.add(i)), va, $s.load_n(pb.add(i), m, 1.0);
+                    |$p, $q| $e)
+            }
+            (Operand::Scalar(xa), Operand::Scalar(xb)) => {
+                let (va, vb) = ($s.splat(xa), $s.splat(xb));
+                zip_run!($s, y, n, i, m; va, vb, va, vb; |$p, $q| $e)
             }
         }
-    });
+    }};
+}
+
+/// The loop of [`zip_loop!`] for one operand kind: `$la`/`$lb` load a full vector at `$i`,
+/// `$ta`/`$tb` the `$m`-lane tail.
+macro_rules! zip_run {
+    ($s:ident, $y:ident, $n:ident, $i:ident, $m:ident;
+     $la:expr, $lb:expr, $ta:expr, $tb:expr; |$p:ident, $q:ident| $e:expr) => {{
+        let lanes = lanes_of($s);
+        let mut $i = 0;
+        while $i + lanes <= $n {
+            #[allow(unused_unsafe)]
+            // SAFETY: i + LANES <= n for every pointer operand (the caller's contract).
+            let ($p, $q) = unsafe { ($la, $lb) };
+            let r = $e;
+            // SAFETY: as above.
+            unsafe { $s.store($y.add($i), r) };
+            $i += lanes;
+        }
+        if $i < $n {
+            let $m = $n - $i;
+            #[allow(unused_unsafe)]
+            // SAFETY: m < LANES floats remain in every pointer operand.
+            let ($p, $q) = unsafe { ($ta, $tb) };
+            let r = $e;
+            // SAFETY: as above.
+            unsafe { $s.store_n($y.add($i), r, $m) };
+        }
+    }};
+}
+
+/// The lane count of token `s` (lets the macros name it without the type).
+#[inline(always)]
+fn lanes_of<S: Simd>(_: S) -> usize {
+    S::LANES
 }
 
 /// sin or cos of a block, in f64 lane by lane when a lane is too large for the vector
@@ -187,8 +238,7 @@ pub unsafe fn unary<S: Simd>(s: S, op: &UnaryOp, x: *const f32, y: *mut f32, n: 
     let one = s.splat(1.0);
     macro_rules! go {
         (|$v:ident| $e:expr) => {
-            // SAFETY: forwarded contract.
-            unsafe { map(s, x, y, n, |$v| $e) }
+            map_loop!(s, x, y, n, |$v| $e)
         };
     }
     match *op {
@@ -263,32 +313,6 @@ unsafe fn load_op<S: Simd>(s: S, o: Operand, i: usize, l: usize) -> S::V {
     }
 }
 
-/// `y = g(a, b)`.
-///
-/// # Safety
-/// Pointer operands readable and `y` writable for `n` floats (operands may alias `y`).
-#[inline(always)]
-unsafe fn zip<S: Simd>(
-    s: S,
-    a: Operand,
-    b: Operand,
-    y: *mut f32,
-    n: usize,
-    g: impl Fn(S::V, S::V) -> S::V,
-) {
-    blocks::<S>(n, |i, l| {
-        // SAFETY: i + l <= n; the contract covers n floats.
-        unsafe {
-            let v = g(load_op(s, a, i, l), load_op(s, b, i, l));
-            if l == S::LANES {
-                s.store(y.add(i), v);
-            } else {
-                s.store_n(y.add(i), v, l);
-            }
-        }
-    });
-}
-
 /// `y = op(a, b)`.
 ///
 /// # Safety
@@ -297,8 +321,7 @@ unsafe fn zip<S: Simd>(
 pub unsafe fn binary<S: Simd>(s: S, op: BinOp, a: Operand, b: Operand, y: *mut f32, n: usize) {
     macro_rules! go {
         (|$p:ident, $q:ident| $e:expr) => {
-            // SAFETY: forwarded contract.
-            unsafe { zip(s, a, b, y, n, |$p, $q| $e) }
+            zip_loop!(s, a, b, y, n, |$p, $q| $e)
         };
     }
     match op {
@@ -413,20 +436,13 @@ pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
 #[inline(always)]
 pub unsafe fn accumulate<S: Simd>(s: S, op: Reduce, acc: &mut [f32], x: &[f32]) {
     let (a, b) = (acc.as_mut_ptr(), x.as_ptr());
-    // SAFETY: both hold acc.len() floats (checked by the caller).
-    unsafe {
-        zip(
-            s,
-            Operand::Ptr(a as *const f32),
-            Operand::Ptr(b),
-            a,
-            acc.len(),
-            |p, q| match op {
-                Reduce::SumSquare => s.fma(q, q, p),
-                Reduce::SumAbs => s.add(p, s.abs(q)),
-                _ => step(s, op, p, q),
-            },
-        )
+    let (pa, pb) = (Operand::Ptr(a as *const f32), Operand::Ptr(b));
+    let n = acc.len();
+    // Both hold n floats (checked by the caller).
+    match op {
+        Reduce::SumSquare => zip_loop!(s, pa, pb, a, n, |p, q| s.fma(q, q, p)),
+        Reduce::SumAbs => zip_loop!(s, pa, pb, a, n, |p, q| s.add(p, s.abs(q))),
+        _ => zip_loop!(s, pa, pb, a, n, |p, q| step(s, op, p, q)),
     }
 }
 
@@ -447,37 +463,48 @@ pub unsafe fn softmax<S: Simd>(s: S, x: &[f32], y: &mut [f32], log: bool) {
     // A row of -inf: e^{x-max} is NaN, as the reference gives (-inf - -inf).
     let mv = s.splat(m);
     let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+    // Lane sums in f32 vectors, flushed to f64 every 256 vectors.
     let mut sum = 0.0f64;
-    blocks::<S>(n, |i, l| {
-        // SAFETY: i + l <= n for both slices.
-        unsafe {
-            if l == S::LANES {
-                let e = math::exp(s, s.sub(s.load(xp.add(i)), mv));
-                if !log {
-                    s.store(yp.add(i), e);
-                }
-                sum += s.hsum(e) as f64;
-            } else {
-                let e = math::exp(s, s.sub(s.load_n(xp.add(i), l, f32::NEG_INFINITY), mv));
-                let e = s.select(s.is_nan(e), s.splat(0.0), e);
-                if !log {
-                    s.store_n(yp.add(i), e, l);
-                }
-                // Masked lanes give e^{-inf} = 0 (or NaN, zeroed above, for an all -inf row;
-                // the stored lanes keep their NaN).
-                sum += s.hsum(e) as f64;
-            }
+    let mut acc = s.splat(0.0);
+    let mut i = 0;
+    let mut since_flush = 0;
+    while i + S::LANES <= n {
+        // SAFETY: i + LANES <= n for both slices.
+        let e = math::exp(s, s.sub(unsafe { s.load(xp.add(i)) }, mv));
+        if !log {
+            // SAFETY: as above.
+            unsafe { s.store(yp.add(i), e) };
         }
-    });
+        acc = s.add(acc, e);
+        since_flush += 1;
+        if since_flush == 256 {
+            sum += s.hsum(acc) as f64;
+            acc = s.splat(0.0);
+            since_flush = 0;
+        }
+        i += S::LANES;
+    }
+    if i < n {
+        let l = n - i;
+        // SAFETY: l < LANES floats remain in both slices.
+        let v = unsafe { s.load_n(xp.add(i), l, f32::NEG_INFINITY) };
+        let e = math::exp(s, s.sub(v, mv));
+        if !log {
+            // SAFETY: as above.
+            unsafe { s.store_n(yp.add(i), e, l) };
+        }
+        // Masked lanes give e^{-inf} = 0 (or NaN for an all -inf row, zeroed here; the stored
+        // lanes keep their NaN).
+        acc = s.add(acc, s.select(s.is_nan(e), s.splat(0.0), e));
+    }
+    sum += s.hsum(acc) as f64;
     if log {
         // (x - max) is exact near the maximum; ln Σ is subtracted after, one rounding.
         let lsum = s.splat(sum.ln() as f32);
-        // SAFETY: x and y hold n floats.
-        unsafe { map(s, xp, yp, n, |v| s.sub(s.sub(v, mv), lsum)) };
+        map_loop!(s, xp, yp, n, |v| s.sub(s.sub(v, mv), lsum));
     } else {
         let inv = s.splat((1.0 / sum) as f32);
-        // SAFETY: y holds n floats.
-        unsafe { map(s, yp as *const f32, yp, n, |v| s.mul(v, inv)) };
+        map_loop!(s, yp as *const f32, yp, n, |v| s.mul(v, inv));
     }
 }
 
@@ -538,7 +565,10 @@ pub unsafe fn scale_shift<S: Simd>(
 ) {
     let (mv, iv) = (s.splat(mean), s.splat(inv));
     let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
-    blocks::<S>(x.len(), |i, l| {
+    let n = x.len();
+    let mut i = 0;
+    while i < n {
+        let l = S::LANES.min(n - i);
         // SAFETY: i + l <= n for x, y and the slice operands (checked by the caller).
         unsafe {
             let v = if l == S::LANES {
@@ -555,5 +585,6 @@ pub unsafe fn scale_shift<S: Simd>(
                 s.store_n(yp.add(i), r, l);
             }
         }
-    });
+        i += l;
+    }
 }

@@ -1,6 +1,6 @@
-//! Every SIMD instruction of the GEMM lives under this module: the [`Simd`] vector trait, its
-//! three implementations (AVX-512, AVX2+FMA, portable scalar), the one generic microkernel they
-//! all instantiate, and run-time ISA dispatch.
+//! The GEMM's use of the shared SIMD layer (`rge-simd`: the [`Simd`] vector trait, its
+//! AVX-512 / AVX2+FMA / portable tokens, ISA detection): the one generic microkernel every ISA
+//! instantiates, the per-ISA tile shapes ([`GemmSimd`]) and run-time dispatch.
 //!
 //! The microkernel and the epilogue math are written once, generically over [`Simd`]; each ISA
 //! file only maps the trait onto its intrinsics and instantiates the kernel inside a
@@ -15,106 +15,13 @@ pub(crate) mod avx2;
 pub(crate) mod avx512;
 pub(crate) mod scalar;
 
-/// An instruction set the GEMM can run on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Isa {
-    /// Portable code (the "scalar twin" of the SIMD kernels; the compiler may still vectorize it).
-    Scalar,
-    /// x86-64 AVX2 with FMA: 6×16 register tiles.
-    Avx2,
-    /// x86-64 AVX-512F: 12×32 register tiles.
-    Avx512,
-}
+pub use rge_simd::Isa;
+pub(crate) use rge_simd::Simd;
 
-impl Isa {
-    /// Every ISA, slowest first.
-    pub const ALL: [Isa; 3] = [Isa::Scalar, Isa::Avx2, Isa::Avx512];
-
-    /// Whether this machine can run `self`.
-    pub fn is_available(self) -> bool {
-        match self {
-            Isa::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => avx2::Avx2::new().is_some(),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => avx512::Avx512::new().is_some(),
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
-        }
-    }
-
-    /// The fastest ISA this machine runs (detected once, then cached by std).
-    pub fn best() -> Isa {
-        Isa::ALL
-            .into_iter()
-            .rev()
-            .find(|i| i.is_available())
-            .unwrap_or(Isa::Scalar)
-    }
-
-    /// The ISAs this machine runs, slowest first.
-    pub fn available() -> Vec<Isa> {
-        Isa::ALL.into_iter().filter(|i| i.is_available()).collect()
-    }
-
-    /// Lower-case name (`scalar`, `avx2`, `avx512`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Scalar => "scalar",
-            Isa::Avx2 => "avx2",
-            Isa::Avx512 => "avx512",
-        }
-    }
-}
-
-/// A vector of `LANES` f32 lanes. Implementors are zero-sized tokens that can only be made once
-/// the ISA was detected, which is what makes the arithmetic methods safe to call.
-///
-/// `min`/`max` follow x86 semantics (`min(a, b) = a < b ? a : b`): when either input is NaN the
-/// second is returned, so `max(c, x)` propagates a NaN `x`.
-pub(crate) trait Simd: Copy {
-    const LANES: usize;
+/// What the microkernel needs of a vector ISA beyond the shared [`Simd`] wrappers.
+pub(crate) trait GemmSimd: Simd {
     /// Whether the microkernel prefetches the B stream in software.
     const PREFETCH_B: bool = false;
-    type V: Copy;
-    type M: Copy;
-
-    fn splat(self, x: f32) -> Self::V;
-    fn add(self, a: Self::V, b: Self::V) -> Self::V;
-    fn sub(self, a: Self::V, b: Self::V) -> Self::V;
-    fn mul(self, a: Self::V, b: Self::V) -> Self::V;
-    fn div(self, a: Self::V, b: Self::V) -> Self::V;
-    /// `a·b + c`, fused or not (the kernel's accumulate).
-    fn mul_add(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
-    /// `a·b + c` with a single rounding (for error-free products).
-    fn fma(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
-    fn min(self, a: Self::V, b: Self::V) -> Self::V;
-    fn max(self, a: Self::V, b: Self::V) -> Self::V;
-    fn abs(self, a: Self::V) -> Self::V;
-    /// Round to nearest, ties to even.
-    fn round(self, a: Self::V) -> Self::V;
-    /// `2^n` for integral `n` in [-126, 127].
-    fn pow2i(self, n: Self::V) -> Self::V;
-    fn lt(self, a: Self::V, b: Self::V) -> Self::M;
-    /// `m ? a : b` per lane.
-    fn select(self, m: Self::M, a: Self::V, b: Self::V) -> Self::V;
-
-    /// # Safety
-    /// `p` must be valid for reading `LANES` floats.
-    unsafe fn load(self, p: *const f32) -> Self::V;
-    /// The first `n` lanes from `p`, zeros after.
-    ///
-    /// # Safety
-    /// `n <= LANES` and `p` valid for reading `n` floats.
-    unsafe fn load_n(self, p: *const f32, n: usize) -> Self::V;
-    /// # Safety
-    /// `p` must be valid for writing `LANES` floats.
-    unsafe fn store(self, p: *mut f32, v: Self::V);
-    /// # Safety
-    /// `n <= LANES` and `p` valid for writing `n` floats.
-    unsafe fn store_n(self, p: *mut f32, v: Self::V, n: usize);
-    /// A hint to fetch the line holding `p` into L1; never faults.
-    fn prefetch(self, _p: *const f32) {}
 
     /// [`store_tile`] compiled for this ISA, out of line.
     ///
@@ -209,7 +116,7 @@ pub(crate) fn activate_slice<S: Simd>(s: S, act: &epilogue::Activation, xs: &mut
     if !rest.is_empty() {
         // SAFETY: `rest` holds `rest.len() < LANES` floats.
         unsafe {
-            let v = epilogue::activation(s, act, s.load_n(rest.as_ptr(), rest.len()));
+            let v = epilogue::activation(s, act, s.load_n(rest.as_ptr(), rest.len(), 0.0));
             s.store_n(rest.as_mut_ptr(), v, rest.len());
         }
     }
@@ -221,7 +128,7 @@ pub(crate) fn activate_slice<S: Simd>(s: S, act: &epilogue::Activation, xs: &mut
 /// # Safety
 /// As [`run_tile`], for this sub-tile.
 #[inline(always)]
-pub(crate) unsafe fn micro<S: Simd, const R: usize, const NV: usize>(
+pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
     s: S,
     t: &Tile,
     st: &Store<'_>,
@@ -283,7 +190,7 @@ fn prefetch_c<S: Simd, const R: usize>(s: S, t: &Tile) {
 /// # Safety
 /// `a` must hold `R` floats and `b` `NV·LANES` floats.
 #[inline(always)]
-unsafe fn step<S: Simd, const R: usize, const NV: usize>(
+unsafe fn step<S: GemmSimd, const R: usize, const NV: usize>(
     s: S,
     acc: &mut [[S::V; NV]; R],
     a: &mut *const f32,
@@ -387,7 +294,7 @@ pub(crate) unsafe fn store_tile<S: Simd, const R: usize, const NV: usize>(
                     if full {
                         s.load(cp)
                     } else {
-                        s.load_n(cp, n)
+                        s.load_n(cp, n, 0.0)
                     }
                 }
             };

@@ -2,14 +2,15 @@
 
 use std::arch::x86_64::*;
 
-use super::Simd;
+use crate::Simd;
 
 /// Token: exists only once AVX-512F (and AVX2+FMA) was detected.
 #[derive(Clone, Copy)]
-pub(super) struct Avx512(());
+pub struct Avx512(());
 
 impl Avx512 {
-    pub(super) fn new() -> Option<Self> {
+    /// The token, if this CPU has the ISA.
+    pub fn new() -> Option<Self> {
         (is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma"))
@@ -19,7 +20,7 @@ impl Avx512 {
     /// # Safety
     /// AVX-512F, AVX2 and FMA must be available.
     #[inline(always)]
-    unsafe fn new_unchecked() -> Self {
+    pub unsafe fn new_unchecked() -> Self {
         Avx512(())
     }
 }
@@ -190,14 +191,14 @@ impl Simd for Avx512 {
         let mut l = [0.0f32; 16];
         // SAFETY: `l` holds 16 floats.
         unsafe { _mm512_storeu_ps(l.as_mut_ptr(), a) };
-        super::loops::fold_nan(&l, f32::max)
+        crate::fold_nan(&l, f32::max)
     }
     #[inline(always)]
     fn hmin(self, a: __m512) -> f32 {
         let mut l = [0.0f32; 16];
         // SAFETY: `l` holds 16 floats.
         unsafe { _mm512_storeu_ps(l.as_mut_ptr(), a) };
-        super::loops::fold_nan(&l, f32::min)
+        crate::fold_nan(&l, f32::min)
     }
     #[inline(always)]
     unsafe fn load(self, p: *const f32) -> __m512 {
@@ -219,6 +220,9 @@ impl Simd for Avx512 {
         // SAFETY: see the impl; masked-off lanes are not accessed.
         unsafe { _mm512_mask_storeu_ps(p, mask(n), v) }
     }
+    #[inline(always)]
+    fn prefetch(self, p: *const f32) {
+        // SAFETY: see the impl; a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    }
 }
-
-super::isa_entries!(Avx512, "avx512f,avx2,fma");

@@ -1,7 +1,7 @@
 //! The portable path and the scalar twin of the SIMD kernels: one f32 lane of plain Rust
 //! arithmetic, with the same operations (and so the same rounding) as the vector ISAs.
 
-use super::Simd;
+use crate::Simd;
 
 /// Token for plain code; always available.
 #[derive(Clone, Copy, Debug, Default)]

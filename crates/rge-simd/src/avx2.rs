@@ -2,21 +2,22 @@
 
 use std::arch::x86_64::*;
 
-use super::Simd;
+use crate::Simd;
 
 /// Token: exists only once AVX2 and FMA were detected.
 #[derive(Clone, Copy)]
-pub(super) struct Avx2(());
+pub struct Avx2(());
 
 impl Avx2 {
-    pub(super) fn new() -> Option<Self> {
+    /// The token, if this CPU has the ISA.
+    pub fn new() -> Option<Self> {
         (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")).then_some(Avx2(()))
     }
 
     /// # Safety
     /// AVX2 and FMA must be available.
     #[inline(always)]
-    unsafe fn new_unchecked() -> Self {
+    pub unsafe fn new_unchecked() -> Self {
         Avx2(())
     }
 }
@@ -187,14 +188,14 @@ impl Simd for Avx2 {
         let mut l = [0.0f32; 8];
         // SAFETY: `l` holds 8 floats.
         unsafe { _mm256_storeu_ps(l.as_mut_ptr(), a) };
-        super::loops::fold_nan(&l, f32::max)
+        crate::fold_nan(&l, f32::max)
     }
     #[inline(always)]
     fn hmin(self, a: __m256) -> f32 {
         let mut l = [0.0f32; 8];
         // SAFETY: `l` holds 8 floats.
         unsafe { _mm256_storeu_ps(l.as_mut_ptr(), a) };
-        super::loops::fold_nan(&l, f32::min)
+        crate::fold_nan(&l, f32::min)
     }
     #[inline(always)]
     unsafe fn load(self, p: *const f32) -> __m256 {
@@ -220,6 +221,9 @@ impl Simd for Avx2 {
         // SAFETY: see the impl; masked-off lanes are not accessed.
         unsafe { _mm256_maskstore_ps(p, mask(n), v) }
     }
+    #[inline(always)]
+    fn prefetch(self, p: *const f32) {
+        // SAFETY: see the impl; a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    }
 }
-
-super::isa_entries!(Avx2, "avx2,fma");

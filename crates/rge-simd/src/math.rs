@@ -21,7 +21,7 @@
 //! - `sin`/`cos`: reduction by π/2 in three parts (the first exact, the rest in double-f32)
 //!   for |x| < 4096, polynomials on [-π/4, π/4]; larger |x| goes lane by lane through f64.
 
-use super::Simd;
+use crate::Simd;
 
 /// Horner evaluation of `c[0] + c[1]·x + …`.
 #[inline(always)]
