@@ -21,6 +21,9 @@ use crate::{norm, pool, reduce};
 /// The engine's name.
 pub const VECTOR: &str = "vector";
 
+/// The domain of rge's fused ops (`ai.rge`).
+pub const FUSED_DOMAIN: &str = "ai.rge";
+
 fn f32_only() -> PortDef {
     PortDef::types(TypeSet::of(&[DType::Float]))
 }
@@ -95,6 +98,15 @@ pub fn kernel_set_for(isa: Isa) -> KernelResult<KernelSet> {
         ])
         .outputs(vec![f32_only()]),
     );
+    // The fused engine's one-pass elementwise trees (`ai.rge` FusedElementwise).
+    set.add(
+        KernelDef::new("vector.FusedElementwise", "FusedElementwise", move |i| {
+            crate::fused::create_fused(i, isa)
+        })
+        .domain(FUSED_DOMAIN)
+        .inputs(vec![f32_only()])
+        .outputs(vec![f32_only()]),
+    );
     norm::add_kernels(&mut set, &reg, isa)?;
     reduce::add_kernels(&mut set, &reg, isa)?;
     pool::add_kernels(&mut set, &reg, isa)?;
@@ -118,21 +130,6 @@ fn matrix_kernels(reg: &rge_kernels::KernelRegistry) -> KernelResult<KernelSet> 
 /// The vector engine's kernel definitions on this machine's best ISA.
 pub fn kernel_set() -> KernelResult<KernelSet> {
     kernel_set_for(Isa::best())
-}
-
-/// The vector engine with only the matrix ops (the reference kernels, which `dense` wins while
-/// it is in the set). The command line's default set uses it: the SIMD loops do not yet inline
-/// into their `#[target_feature]` entry points (closures do not inherit the features), so they
-/// run slower than the `cpu` engine's kernels (Sigmoid 8×, Add 4× on 16M floats) and must not
-/// win placement. `--engine-type vector` gets [`vector_engine`].
-pub fn vector_engine_matrix_only() -> EngineResult<BasicEngine> {
-    let set = reference()
-        .and_then(|reg| matrix_kernels(&reg))
-        .map_err(|e| rge_engine::EngineError::Engine {
-            engine: VECTOR.into(),
-            message: e.to_string(),
-        })?;
-    Ok(vector_attrs().with_store(KernelStore::new(VECTOR, "vector_kernels", 2, set)))
 }
 
 /// The vector engine: cost 2, device runtime (GE's Vector Core), its kernels.

@@ -4,11 +4,13 @@
 
 pub mod elementwise;
 pub mod engine;
+pub mod fused;
 pub mod norm;
 pub mod pool;
+pub mod program;
 pub mod reduce;
 mod rows;
 pub mod simd;
 
-pub use engine::{kernel_set, kernel_set_for, vector_engine, vector_engine_matrix_only, VECTOR};
+pub use engine::{kernel_set, kernel_set_for, vector_engine, VECTOR};
 pub use simd::Isa;

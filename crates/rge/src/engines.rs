@@ -4,7 +4,8 @@
 //! The engines themselves are rge-runtime's standard set over every kernel family
 //! ([`crate::kernels::default_kernels`]: `local`, `cpu`, `host`), the `dense` engine
 //! (`rge-dense`: packed GEMM and convolution kernels), the `vector` engine (`rge-vector`: SIMD
-//! elementwise, normalization, reduction and pooling kernels), the `rng` engine (`rge-rng`:
+//! elementwise, normalization, reduction and pooling kernels), the `fused` engine (`rge-fused`:
+//! the composite over dense and vector that fuses elementwise trees), the `rng` engine (`rge-rng`:
 //! Philox random generators and training-mode Dropout), the `media` engine (`rge-media`: image
 //! decode, resize, crop, colour, normalize), then the plugins' engines.
 
@@ -54,19 +55,9 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
     b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
-    // The vector kernels are slower than the cpu engine's today (see
-    // `rge_vector::vector_engine_matrix_only`): they run when the vector core is asked for.
-    let vector_core = args
-        .engine_type
-        .as_deref()
-        .and_then(rge_compiler::CoreEngineType::parse)
-        == Some(rge_compiler::CoreEngineType::Vector);
-    let vector = if vector_core {
-        rge_vector::vector_engine()
-    } else {
-        rge_vector::vector_engine_matrix_only()
-    };
-    b.register(vector.map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    b.register(rge_vector::vector_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    // The composite over dense and vector: its optimizer fuses elementwise trees.
+    b.register(rge_fused::fused_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_rng::rng_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_media::media_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     for p in &args.plugins {

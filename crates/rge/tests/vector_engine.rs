@@ -1,8 +1,9 @@
 //! The vector engine end to end: with `--engine-type vector` a model's elementwise,
 //! normalization, reduction and pooling nodes are placed on `vector`, `dense` is excluded and
 //! `vector` runs the matrix ops too, and the outputs match the `cpu` engine's within 1e-4
-//! relative; the default set gives `vector` only the matrix ops (its loops are slower than the
-//! cpu kernels today), so the elementwise nodes stay on `cpu`.
+//! relative; by default `vector` takes the elementwise, normalization, reduction and pooling
+//! nodes (dense the matrix ones), and the `fused` engine folds the Erf-GELU tree into one
+//! FusedElementwise step on `vector`.
 
 use prost::Message;
 use rge::engines::{engine_set, EngineArgs};
@@ -275,43 +276,54 @@ fn close(a: &[f32], b: &[f32]) {
     }
 }
 
-/// The nodes vector takes (the graph passes fuse Sigmoid·Mul into one Swish, `silu_silu`).
-const VECTOR_NODES: &[&str] = &[
-    "clip",
-    "pool",
-    "silu_silu",
-    "bias",
-    "gap",
-    "scale",
-    "erf",
-    "one",
-    "gelu",
-    "ln",
-    "sm",
-    "rm",
-];
+/// The nodes vector takes unfused (the graph passes fuse Sigmoid·Mul into one Swish,
+/// `silu_silu`; the per-channel bias Add is a broadcast the fused kernel does not take).
+const VECTOR_NODES: &[&str] = &["pool", "silu_silu", "bias", "gap", "ln", "sm", "rm"];
 
-/// By default the vector engine offers only the matrix ops (its SIMD loops are slower than the
-/// cpu kernels until they inline into their target_feature entry points): the elementwise
-/// nodes stay on cpu, the matrix ones on dense, and excluding vector changes nothing.
+/// The Erf-GELU pieces the fused engine makes one FusedElementwise of (named after its root).
+const GELU_TREE: &[&str] = &["scale", "erf", "one", "gelu"];
+
+/// By default vector takes the elementwise nodes, the fused engine makes one step of the
+/// Erf-GELU tree, and the outputs match the cpu engine's (vector and fused excluded).
 #[test]
-fn default_set_keeps_elementwise_nodes_on_cpu() {
+fn default_set_places_elementwise_nodes_on_vector_and_fuses_the_gelu_tree() {
     let m = mixed();
     let (y, placed) = run(&m, EngineArgs::default());
     assert_eq!(engine(&placed, "conv_bn_fused"), "dense");
     assert_eq!(engine(&placed, "fc"), "dense");
-    for n in VECTOR_NODES.iter().filter(|n| **n != "clip") {
-        assert_eq!(engine(&placed, n), "cpu", "{n}: {placed:?}");
+    for n in VECTOR_NODES {
+        assert_eq!(engine(&placed, n), "vector", "{n}: {placed:?}");
     }
-    let (want, placed2) = run(
+    assert_eq!(engine(&placed, "gelu_fused"), "vector", "{placed:?}");
+    for n in GELU_TREE {
+        assert!(
+            placed.iter().all(|(p, _)| p != n),
+            "{n} still a step: {placed:?}"
+        );
+    }
+    let (want, placed_cpu) = run(
         &m,
         EngineArgs {
-            exclude_engines: Some("vector".into()),
+            exclude_engines: Some("vector,fused".into()),
             ..EngineArgs::default()
         },
     );
-    assert_eq!(placed, placed2);
+    for n in VECTOR_NODES.iter().chain(GELU_TREE) {
+        assert_eq!(engine(&placed_cpu, n), "cpu", "{n}: {placed_cpu:?}");
+    }
     close(&y, &want);
+    // Without the fused engine the tree stays four vector steps.
+    let (y2, placed2) = run(
+        &m,
+        EngineArgs {
+            exclude_engines: Some("fused".into()),
+            ..EngineArgs::default()
+        },
+    );
+    for n in GELU_TREE {
+        assert_eq!(engine(&placed2, n), "vector", "{n}: {placed2:?}");
+    }
+    close(&y2, &want);
     // Without dense, the matrix ops fall to vector's reference kernels.
     let (y3, placed3) = run(
         &m,
@@ -337,13 +349,13 @@ fn engine_type_vector_excludes_dense_and_runs_the_matrix_ops() {
     assert!(placed.iter().all(|(_, e)| e != "dense"), "{placed:?}");
     assert_eq!(engine(&placed, "fc"), "vector");
     assert_eq!(engine(&placed, "conv"), "vector");
-    for n in VECTOR_NODES {
+    for n in VECTOR_NODES.iter().chain(&["clip", "gelu_fused"]) {
         assert_eq!(engine(&placed, n), "vector", "{n}");
     }
     let (want, _) = run(
         &m,
         EngineArgs {
-            exclude_engines: Some("vector,dense".into()),
+            exclude_engines: Some("vector,dense,fused".into()),
             ..EngineArgs::default()
         },
     );

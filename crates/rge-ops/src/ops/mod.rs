@@ -12,6 +12,7 @@ mod cast;
 mod control;
 mod conv;
 mod elementwise;
+mod fused_elementwise;
 mod gather;
 mod generators;
 mod image;
@@ -46,5 +47,6 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     misc::register(b)?;
     text::register(b)?;
     image::register(b)?;
+    fused_elementwise::register(b)?;
     Ok(())
 }

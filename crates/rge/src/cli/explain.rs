@@ -109,6 +109,14 @@ pub fn explain(
         {
             notes.push(format!("fused by the dense engine from: {}", v.join(", ")));
         }
+        if let Some(rge_ir::AttrValue::ListString(v)) = op.attrs().get(rge_fused::REGION_ATTR) {
+            if let Some((why, from)) = v.split_first() {
+                notes.push(format!(
+                    "fused by the fused engine ({why}) from: {}",
+                    from.join(", ")
+                ));
+            }
+        }
         if let Some(rge_ir::AttrValue::ListString(v)) =
             op.attrs().get(rge_compiler::optimize::REWRITE_ATTR)
         {

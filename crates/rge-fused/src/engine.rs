@@ -1,0 +1,41 @@
+//! The `fused` engine: attributes (the standard table's ffts_plus row) and its optimizer.
+
+use rge_engine::{BasicEngine, EngineError, EngineResult, GraphOptimizer, GraphRewriter};
+
+/// The engine's name.
+pub const FUSED: &str = "fused";
+
+/// The attribute a FusedElementwise node carries: why it was fused, then the nodes it replaced
+/// (`rge explain` prints it).
+pub const REGION_ATTR: &str = "_rge_fused_region";
+
+/// The fused engine's optimizer: elementwise trees into FusedElementwise nodes, region by
+/// region (the composite stage's fused-graph optimization).
+#[derive(Debug, Clone, Default)]
+pub struct ElementwiseFusion;
+
+impl GraphOptimizer for ElementwiseFusion {
+    fn optimize_fused_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        let engine = graph.engine().to_string();
+        let mut skip = std::collections::HashSet::new();
+        loop {
+            let next = crate::region::next_region(graph.graph(), &mut skip)
+                .map_err(|e| EngineError::engine(engine.clone(), e))?;
+            match next {
+                Some(p) => {
+                    graph.apply(p)?;
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
+/// The fused engine: cost 1, composite over `dense` and `vector` (the standard table's row),
+/// with its optimizer.
+pub fn fused_engine() -> EngineResult<BasicEngine> {
+    let engine = BasicEngine::standard(FUSED).ok_or_else(|| {
+        EngineError::engine(FUSED, "the standard engine table has no `fused` row")
+    })?;
+    Ok(engine.with_optimizer(ElementwiseFusion))
+}

@@ -1,0 +1,332 @@
+//! Finding the elementwise trees of a partition graph and rewriting each as one `ai.rge`
+//! FusedElementwise node.
+//!
+//! A region grows backwards from a root (nodes visited in reverse topological order): a
+//! producer joins when it is a fusable node (below), every reader of its output is already in
+//! the region, and its output is not a graph output. So an inner value with an extra consumer
+//! outside stays materialized (its producer is left out), and the graph computes the same
+//! thing. A region of two or more nodes whose inputs the kernel reads directly (same shape as
+//! the output, one value, or the output's trailing dims) becomes one node; any other broadcast
+//! leaves it as it is.
+//!
+//! Fusable: an f32 elementwise op the vector engine runs (its unary ops with their attributes,
+//! Add Sub Mul Div Pow PRelu, Max/Min of two inputs, Clip with bound inputs as Max/Min), placed
+//! on `vector`, fully known output shape, no control edge, one output.
+
+use std::collections::{HashMap, HashSet};
+
+use rge_ir::{AttrMap, AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet};
+use rge_kernels::KernelInit;
+use rge_vector::elementwise::{bin_op, unary_op, BINARY_OPS, UNARY_OPS};
+use rge_vector::program::{Arg, Instr, Program};
+use rge_vector::simd::BinOp;
+
+use crate::engine::REGION_ATTR;
+
+/// What a fusable node computes.
+#[derive(Clone, Copy, Debug)]
+enum Elem {
+    Unary(rge_vector::simd::UnaryOp),
+    Binary(BinOp),
+    /// Clip with min/max inputs (opset 11+): `Min(Max(x, lo), hi)`, absent bounds skipped.
+    ClipInputs,
+}
+
+/// A value: output `index` of `node`.
+type Value = (NodeId, usize);
+
+fn known_dims(op: &OpDesc) -> Option<Vec<usize>> {
+    let d = op.output(0)?;
+    if d.dtype() != DataType::Float || !d.shape().is_fully_known() {
+        return None;
+    }
+    Some(d.shape().dims().iter().map(|&x| x as usize).collect())
+}
+
+/// What `n` computes, if the fused kernel runs it.
+fn elem_of(g: &ComputeGraph, n: NodeId) -> Option<Elem> {
+    let op = g.op(n)?;
+    let node = g.node(n)?;
+    if !op.domain().is_empty()
+        || op.engine_name() != rge_vector::VECTOR
+        || !node.in_ctrl_peers().is_empty()
+        || !node.out_ctrl_peers().is_empty()
+        || node.out_data_count() != 1
+        || known_dims(op).is_none()
+    {
+        return None;
+    }
+    let all_f32 =
+        (0..op.input_count()).all(|i| op.input(i).is_none_or(|d| d.dtype() == DataType::Float));
+    if !all_f32 {
+        return None;
+    }
+    let t = op.op_type();
+    if UNARY_OPS.contains(&t) {
+        if t == "Clip" && node.in_data_count() > 1 {
+            return Some(Elem::ClipInputs);
+        }
+        if node.in_data_count() != 1 {
+            return None;
+        }
+        let attrs: &AttrMap = op.attrs();
+        let init = KernelInit {
+            node_name: op.name(),
+            op_type: t,
+            domain: "",
+            opset: op.opset().unwrap_or(21),
+            attrs,
+            input_types: &[],
+            output_types: &[],
+            subgraph_attrs: &[],
+            constants: &[],
+        };
+        return unary_op(&init).ok().map(Elem::Unary);
+    }
+    if BINARY_OPS.contains(&t) && node.in_data_count() == 2 {
+        let op_kind = bin_op(t)?;
+        if op_kind == BinOp::PRelu {
+            // PRelu's slope broadcasts to X: the output must have X's shape.
+            let x = op.input(0)?.shape().dims().to_vec();
+            if op.output(0)?.shape().dims() != x.as_slice() {
+                return None;
+            }
+        }
+        return Some(Elem::Binary(op_kind));
+    }
+    None
+}
+
+/// The root graph's nodes in topological order (data edges).
+fn topo(g: &ComputeGraph) -> Vec<NodeId> {
+    let nodes: Vec<NodeId> = g.nodes_of(g.root()).collect();
+    let set: HashSet<NodeId> = nodes.iter().copied().collect();
+    let mut indeg: HashMap<NodeId, usize> = HashMap::new();
+    for &n in &nodes {
+        let Some(node) = g.node(n) else { continue };
+        let d = (0..node.in_data_count())
+            .filter_map(|i| node.peer_of_input(i))
+            .filter(|p| set.contains(&p.node))
+            .count();
+        indeg.insert(n, d);
+    }
+    let mut ready: Vec<NodeId> = nodes.iter().copied().filter(|n| indeg[n] == 0).collect();
+    let mut order = Vec::with_capacity(nodes.len());
+    while let Some(n) = ready.pop() {
+        order.push(n);
+        let Some(node) = g.node(n) else { continue };
+        for o in 0..node.out_data_count() {
+            for r in node.peers_of_output(o) {
+                if let Some(d) = indeg.get_mut(&r.node) {
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.push(r.node);
+                    }
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Whether input `shape` is read directly by the kernel for an output of `out`.
+fn direct_operand(shape: &[usize], out: &[usize]) -> bool {
+    let n: usize = shape.iter().product();
+    let total: usize = out.iter().product();
+    if n == 1 || n == total {
+        return true;
+    }
+    let s: &[usize] = match shape.iter().position(|&d| d != 1) {
+        Some(k) => &shape[k..],
+        None => &[],
+    };
+    s.len() <= out.len() && out[out.len() - s.len()..] == *s
+}
+
+/// The next region to fuse, as a patch; roots that cannot grow a region are added to `skip`.
+pub fn next_region(
+    g: &ComputeGraph,
+    skip: &mut HashSet<NodeId>,
+) -> Result<Option<GraphPatch>, String> {
+    let order = topo(g);
+    let rank: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let gid = g.root();
+    let outputs: HashSet<NodeId> = g.output_nodes(gid).iter().map(|o| o.0).collect();
+    for &root in order.iter().rev() {
+        if skip.contains(&root) || elem_of(g, root).is_none() {
+            continue;
+        }
+        let mut region: HashSet<NodeId> = HashSet::from([root]);
+        loop {
+            let mut grew = false;
+            let members: Vec<NodeId> = region.iter().copied().collect();
+            for m in members {
+                let Some(node) = g.node(m) else { continue };
+                for i in 0..node.in_data_count() {
+                    let Some(p) = node.peer_of_input(i) else {
+                        continue;
+                    };
+                    if region.contains(&p.node)
+                        || skip.contains(&p.node)
+                        || outputs.contains(&p.node)
+                        || elem_of(g, p.node).is_none()
+                    {
+                        continue;
+                    }
+                    let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
+                    if readers.iter().all(|r| region.contains(&r.node)) {
+                        region.insert(p.node);
+                        grew = true;
+                    }
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        if region.len() < 2 {
+            skip.insert(root);
+            continue;
+        }
+        match build(g, root, &region, &rank)? {
+            Some(p) => return Ok(Some(p)),
+            None => {
+                skip.insert(root);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Appends the instructions of one node (`arg(i)`: its input `i` as an operand, `None` when
+/// absent; an error when the kernel cannot read it directly).
+fn emit(
+    elem: Elem,
+    arg: &mut impl FnMut(usize) -> Result<Option<Arg>, String>,
+    instrs: &mut Vec<Instr>,
+) -> Result<(), String> {
+    match elem {
+        Elem::Unary(u) => {
+            let x = arg(0)?.ok_or("missing input")?;
+            instrs.push(Instr::Unary(u, x));
+        }
+        Elem::Binary(b) => {
+            let (x, y) = (arg(0)?, arg(1)?);
+            instrs.push(Instr::Binary(
+                b,
+                x.ok_or("missing input")?,
+                y.ok_or("missing input")?,
+            ));
+        }
+        Elem::ClipInputs => {
+            let mut x = arg(0)?.ok_or("missing input")?;
+            let before = instrs.len();
+            for (i, op) in [(1, BinOp::Max), (2, BinOp::Min)] {
+                if let Some(b) = arg(i)? {
+                    instrs.push(Instr::Binary(op, x, b));
+                    x = Arg::Temp(instrs.len() - 1);
+                }
+            }
+            // No bound given: Clip is the identity, still one value of its own.
+            if instrs.len() == before {
+                instrs.push(Instr::Unary(rge_vector::simd::UnaryOp::Identity, x));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The patch replacing `region` (rooted at `root`) by one FusedElementwise node, or `None` when
+/// an input's broadcast is not one the kernel reads directly.
+fn build(
+    g: &ComputeGraph,
+    root: NodeId,
+    region: &HashSet<NodeId>,
+    rank: &HashMap<NodeId, usize>,
+) -> Result<Option<GraphPatch>, String> {
+    let root_op = g.op(root).ok_or("stale root")?;
+    let out_dims = known_dims(root_op).ok_or("root without a known shape")?;
+    let mut members: Vec<NodeId> = region.iter().copied().collect();
+    members.sort_by_key(|n| rank.get(n).copied().unwrap_or(usize::MAX));
+    let mut inputs: Vec<Value> = Vec::new();
+    let mut input_descs = Vec::new();
+    let mut value_of: HashMap<NodeId, usize> = HashMap::new();
+    let mut instrs: Vec<Instr> = Vec::new();
+    for &m in &members {
+        let node = g.node(m).ok_or("stale node")?;
+        let op = g.op(m).ok_or("stale node")?;
+        let mut arg = |i: usize| -> Result<Option<Arg>, String> {
+            let Some(p) = node.peer_of_input(i) else {
+                return Ok(None);
+            };
+            if let Some(&t) = value_of.get(&p.node) {
+                return Ok(Some(Arg::Temp(t)));
+            }
+            let v = (p.node, p.index.max(0) as usize);
+            let k = match inputs.iter().position(|x| *x == v) {
+                Some(k) => k,
+                None => {
+                    let desc = op.input(i).cloned().unwrap_or_default();
+                    if !desc.shape().is_fully_known() {
+                        return Err(String::new());
+                    }
+                    let dims: Vec<usize> =
+                        desc.shape().dims().iter().map(|&d| d as usize).collect();
+                    if !direct_operand(&dims, &out_dims) {
+                        return Err(String::new());
+                    }
+                    let pdesc = g
+                        .op(p.node)
+                        .and_then(|o| o.output(v.1))
+                        .cloned()
+                        .unwrap_or(desc);
+                    inputs.push(v);
+                    input_descs.push(pdesc);
+                    inputs.len() - 1
+                }
+            };
+            Ok(Some(Arg::Input(k)))
+        };
+        let elem = elem_of(g, m).ok_or("region member is not fusable")?;
+        let got = emit(elem, &mut arg, &mut instrs);
+        if got.is_err() {
+            // An input the kernel would have to broadcast some other way: left unfused.
+            return Ok(None);
+        }
+        value_of.insert(m, instrs.len() - 1);
+    }
+    let program = Program::new(instrs, inputs.len())?;
+    let names: Vec<String> = members.iter().map(|&m| g.name_of(m).to_string()).collect();
+    let mut fused = OpDesc::new(format!("{}_fused", root_op.name()), "FusedElementwise");
+    fused.set_domain(rge_vector::engine::FUSED_DOMAIN);
+    fused.set_opset(Some(1));
+    fused.set_engine_name("");
+    fused.attrs_mut().set("program", program.text());
+    let why = format!(
+        "{} elementwise ops over {} inputs in one pass, no intermediate tensors",
+        members.len(),
+        inputs.len()
+    );
+    fused.attrs_mut().set(
+        REGION_ATTR,
+        AttrValue::ListString(std::iter::once(why).chain(names).collect()),
+    );
+    for (k, d) in input_descs.into_iter().enumerate() {
+        fused
+            .add_input(&format!("X{k}"), d)
+            .map_err(|e| e.to_string())?;
+    }
+    let out_desc = root_op.output(0).cloned().unwrap_or_default();
+    fused.add_output("Y", out_desc).map_err(|e| e.to_string())?;
+    let mut patch = GraphPatch::in_graph(g.root());
+    for &m in &members {
+        patch.remove(m);
+    }
+    let k = patch.add_node(fused);
+    for (i, (n, o)) in inputs.iter().enumerate() {
+        patch.connect(Outlet::old(*n, *o), k, i);
+    }
+    patch.shunt(root, 0, Outlet::new_node(k, 0));
+    patch.drop_control();
+    Ok(Some(patch))
+}
