@@ -37,13 +37,33 @@ pub(crate) fn expand(_: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(Expand))
 }
 
-struct Tile;
+/// `v1`: Tile 1's inputs (input, tiles, axis): `tiles` copies along `axis`.
+struct Tile {
+    v1: bool,
+}
 
 impl Kernel for Tile {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let data = ctx.input(0)?;
-        let reps = dims(&ctx.input(1)?.to_i64_vec()?)?;
         let shape = data.shape();
+        let reps = if self.v1 {
+            let one = |i: usize, what: &str| -> KernelResult<i64> {
+                match ctx.input(i)?.to_i64_vec()?.as_slice() {
+                    [v] => Ok(*v),
+                    v => Err(KernelError::invalid(format!(
+                        "{what} has {} elements; it must have 1",
+                        v.len()
+                    ))),
+                }
+            };
+            let (tiles, axis) = (one(1, "tiles")?, one(2, "axis")?);
+            let a = rge_kernels::shape_util::normalize_axis(axis, shape.len())?;
+            let mut r = vec![1i64; shape.len()];
+            r[a] = tiles;
+            dims(&r)?
+        } else {
+            dims(&ctx.input(1)?.to_i64_vec()?)?
+        };
         if reps.len() != shape.len() {
             return Err(KernelError::invalid(format!(
                 "repeats {reps:?} must have one entry per dim of {shape:?}"
@@ -67,6 +87,6 @@ impl Kernel for Tile {
     }
 }
 
-pub(crate) fn tile(_: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    Ok(Box::new(Tile))
+pub(crate) fn tile(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    Ok(Box::new(Tile { v1: init.opset < 6 }))
 }

@@ -11,6 +11,7 @@
 //! - [`ops`]: the built-in ops (every op type of the ONNX backend node tests that rge infers).
 //! - [`library`] and [`abi`]: op libraries loaded at run time through a versioned C ABI.
 //! - [`listing`]: the op list for `rge ops`.
+//! - [`upgrade`]: old op versions rewritten into newer ones before inference.
 
 pub mod abi;
 pub mod ctx;
@@ -22,6 +23,7 @@ pub mod ops;
 pub mod pass;
 pub mod proto;
 pub mod registry;
+pub mod upgrade;
 pub mod value;
 mod verify;
 

@@ -91,6 +91,8 @@ pub fn infer_graph(
             opts = &merged;
         }
     }
+    // Old versions with a newer form become that form first (their nodes' own opset moves).
+    crate::upgrade::upgrade_graph(graph, opts.opsets.get("").copied().unwrap_or(i64::MAX))?;
     let mut pass = Pass {
         reg: registry,
         opts,
@@ -282,7 +284,7 @@ impl<'r> Pass<'r> {
     /// The prototype serving `op_type` (cached for the default domain).
     fn proto(&mut self, domain: &str, op_type: &str, opset: i64) -> Option<&'r OpProto> {
         let reg = self.reg;
-        if !domain.is_empty() {
+        if !domain.is_empty() || opset != self.default_opset {
             return reg.lookup(domain, op_type, opset);
         }
         if let Some(p) = self.default_protos.get(op_type) {
@@ -390,7 +392,9 @@ impl<'r> Pass<'r> {
             return Ok(());
         }
         let domain = crate::registry::normalize_domain(op.domain());
-        let opset = self.opset(domain);
+        // The node's own record first: the ONNX import's upgrade moves an old node to a newer
+        // version than the graph imports (docs/onnx.md, "Old opsets").
+        let opset = op.opset().unwrap_or_else(|| self.opset(domain));
         let Some(proto) = self.proto(domain, op_type, opset) else {
             if self.opts.unknown_ops == UnknownOps::Skip {
                 self.report.skipped.push(op.name().to_string());

@@ -123,6 +123,14 @@ impl OpRegistryBuilder {
         lookup_in(&self.ops, domain, op_type, opset)
     }
 
+    /// Every registered version of an op while building, oldest first.
+    pub fn versions(&self, domain: &str, op_type: &str) -> &[Arc<OpProto>] {
+        self.ops
+            .get(normalize_domain(domain))
+            .and_then(|m| m.get(op_type))
+            .map_or(&[], |v| v.as_slice())
+    }
+
     /// Freezes the registry; the override window is closed for good.
     pub fn freeze(self) -> Arc<OpRegistry> {
         let count = self

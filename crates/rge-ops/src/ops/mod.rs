@@ -15,6 +15,9 @@ mod elementwise;
 mod fused_elementwise;
 mod gather;
 mod generators;
+mod history;
+mod history_legacy;
+mod history_table;
 mod image;
 mod ir;
 mod matmul;
@@ -48,5 +51,7 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     text::register(b)?;
     image::register(b)?;
     fused_elementwise::register(b)?;
+    // Last: the versions of the schema history the families above do not write.
+    history::register(b)?;
     Ok(())
 }

@@ -121,6 +121,19 @@ impl Net {
         });
     }
 
+    /// A node writing several outputs.
+    pub fn op_outs(&mut self, op: &str, ins: &[&str], outs: &[&str], attrs: Vec<AttributeProto>) {
+        let name = self.fresh("n");
+        self.nodes.push(NodeProto {
+            op_type: op.into(),
+            name,
+            input: ins.iter().map(|s| s.to_string()).collect(),
+            output: outs.iter().map(|s| s.to_string()).collect(),
+            attribute: attrs,
+            ..Default::default()
+        });
+    }
+
     /// A float initializer of `dims` with deterministic values in [-0.5, 0.5).
     pub fn weight(&mut self, dims: &[i64], seed: u32) -> String {
         let n: i64 = dims.iter().product();
