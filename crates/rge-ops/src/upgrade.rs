@@ -235,7 +235,7 @@ fn upsample_scales(op: &mut OpDesc) -> Result<(), String> {
         }
     };
     let (h, w) = (scale("height_scale")?, scale("width_scale")?);
-    if !(h >= 1.0 && w >= 1.0) {
+    if h.is_nan() || w.is_nan() || h < 1.0 || w < 1.0 {
         return Err(format!(
             "`height_scale` = {h} and `width_scale` = {w}: version 1 scales up (each ≥ 1)"
         ));
