@@ -297,7 +297,8 @@ fn build(
     }
     let program = Program::new(instrs, inputs.len())?;
     let names: Vec<String> = members.iter().map(|&m| g.name_of(m).to_string()).collect();
-    let mut fused = OpDesc::new(format!("{}_fused", root_op.name()), "FusedElementwise");
+    // The root's name: graph outputs and profiles keep naming the value the user knows.
+    let mut fused = OpDesc::new(root_op.name(), "FusedElementwise");
     fused.set_domain(rge_vector::engine::FUSED_DOMAIN);
     fused.set_opset(Some(1));
     fused.set_engine_name("");

@@ -171,7 +171,9 @@ mod tests {
     fn lanes_match_the_scalar_twin() {
         let xs: [f32; 8] = [-100.0, -3.5, -0.3, -0.0, 0.2, 1.7, 40.0, f32::NAN];
         let s = Lanes::<8>;
-        let funs: [(fn(Lanes<8>, [f32; 8]) -> [f32; 8], fn(Scalar, f32) -> f32); 5] = [
+        type LaneFn = fn(Lanes<8>, [f32; 8]) -> [f32; 8];
+        type ScalarFn = fn(Scalar, f32) -> f32;
+        let funs: [(LaneFn, ScalarFn); 5] = [
             (math::exp, math::exp),
             (math::tanh, math::tanh),
             (math::erf, math::erf),

@@ -200,14 +200,21 @@ impl Kernel for GlobalPool {
 
 fn create(init: &KernelInit<'_>, r: KernelFactory, isa: Isa) -> KernelResult<Box<dyn Kernel>> {
     let fb = fallback(r, init)?;
+    // The cpu kernels' output-size rule (onnxruntime's: a short input still gives one window).
+    let win = || -> KernelResult<WindowAttrs> {
+        Ok(WindowAttrs {
+            short_input_window: true,
+            ..WindowAttrs::parse(init)?
+        })
+    };
     Ok(match init.op_type {
         "MaxPool" => Box::new(Pool {
-            win: WindowAttrs::parse(init)?,
+            win: win()?,
             avg: None,
             fallback: fb,
         }),
         "AveragePool" => Box::new(Pool {
-            win: WindowAttrs::parse(init)?,
+            win: win()?,
             avg: Some(init.int_or("count_include_pad", 0)? != 0),
             fallback: fb,
         }),

@@ -214,7 +214,7 @@ fn gelu_near_misses_stay() {
         &m,
         EngineArgs {
             disable_passes: Some("gelu_fusion".into()),
-            ..EngineArgs::default()
+            ..no_fused()
         },
     );
     assert!(c.has("Erf") && !c.has("Gelu"), "{:?}", c.types);

@@ -333,6 +333,15 @@ pub fn compile(m: &ModelProto, args: EngineArgs) -> Compiled {
 pub fn level(l: &str) -> EngineArgs {
     EngineArgs {
         optimization: Some(l.to_string()),
+        ..no_fused()
+    }
+}
+
+/// The default engines but `fused`, whose elementwise trees would hide which nodes the graph
+/// passes left.
+pub fn no_fused() -> EngineArgs {
+    EngineArgs {
+        exclude_engines: Some("fused".into()),
         ..EngineArgs::default()
     }
 }
@@ -367,7 +376,7 @@ pub fn both_with(m: &ModelProto, extra: EngineArgs) -> Compiled {
     all
 }
 
-/// [`both_with`] with the default engines.
+/// [`both_with`] with [`no_fused`] engines.
 pub fn both(m: &ModelProto) -> Compiled {
-    both_with(m, EngineArgs::default())
+    both_with(m, no_fused())
 }
