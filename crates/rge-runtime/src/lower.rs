@@ -34,6 +34,9 @@ pub struct LowerEnv<'e> {
     /// Buffer offsets of the root graph's memory plan, as a saved model stores them: used
     /// (after checking) instead of planning again.
     pub saved_offsets: Option<&'e [usize]>,
+    /// The root graph's constants moved out of the graph for a program built for running:
+    /// each is released as soon as every reader absorbed it (`crate::release`).
+    pub taken: Option<&'e crate::release::TakenConsts>,
 }
 
 impl LowerEnv<'_> {
@@ -304,6 +307,10 @@ impl<'e> Lowering<'e> {
         let Some(AttrValue::Tensor(t)) = op.attrs().get("value") else {
             return Ok(false);
         };
+        let taken = (!self.subgraph)
+            .then(|| self.env.taken.and_then(|c| c.get(n)))
+            .flatten();
+        let t = taken.as_ref().unwrap_or(t);
         let mut t = tensor_from_ir(t).map_err(|e| lower_err(self.graph, n, e.to_string()))?;
         if let Some(dt) = op.output(0).and_then(DType::from_desc) {
             if dt != t.dtype() && dt.bits() == t.dtype().bits() && !dt.is_string() {
@@ -681,6 +688,8 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
         spaces: Vec::new(),
     };
     let mut ctrl: Vec<(u32, u32)> = Vec::new();
+    let taken = env.taken.filter(|_| g == graph.root());
+    let mut early = taken.map(|t| crate::release::EarlyRelease::new(graph, t));
     for &n in &order {
         let op = graph
             .op(n)
@@ -699,6 +708,26 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
             cx.transfer_step(n)?;
         } else {
             conv(&mut cx, n)?;
+        }
+        if let (Some(early), Some(taken)) = (early.as_mut(), taken) {
+            let slots = (0..graph.node(n).map_or(0, |nd| nd.in_data_count()))
+                .map(|i| {
+                    let s = cx.steps.get(before)?.inputs.get(i).copied().flatten()?;
+                    let slot = &cx.slots[s as usize];
+                    match (slot.storage, slot.view) {
+                        (Storage::Const(k), false) => Some(k),
+                        _ => None,
+                    }
+                })
+                .collect::<Vec<_>>();
+            early.after_node(
+                graph,
+                n,
+                &cx.steps[before..],
+                |i| slots.get(i).copied().flatten(),
+                &mut cx.consts,
+                taken,
+            );
         }
         if cx.steps.len() > before {
             let node = graph

@@ -193,13 +193,22 @@ impl Session {
         event_count: usize,
         saved_offsets: Option<&[usize]>,
     ) -> RuntimeResult<Model> {
+        let mut graph = graph;
+        // Built for running: each weight a kernel packed is dropped once its last reader is
+        // built, so a weight and its packed copy are not both held through the lowering.
+        let taken = (!self.options.keep_compiled_state)
+            .then(|| crate::release::TakenConsts::take_root(&mut graph));
         let env = LowerEnv {
             engines: &self.engines,
             opsets: graph_opsets(&graph),
             saved_offsets,
+            taken: taken.as_ref(),
         };
-        let mut program = lower_graph(&env, &graph, graph.root())?;
-        let mut graph = graph;
+        let lowered = lower_graph(&env, &graph, graph.root());
+        if let Some(t) = taken {
+            t.restore(&mut graph);
+        }
+        let mut program = lowered?;
         if !self.options.keep_compiled_state {
             rge_engine::strip_prepared(&mut graph);
             // Built for running: weights that kernels packed are held once, packed.

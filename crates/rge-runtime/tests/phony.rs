@@ -85,6 +85,7 @@ fn lower(g: &ComputeGraph) -> rge_runtime::RuntimeResult<rge_runtime::Program> {
         engines: &engines,
         opsets: vec![],
         saved_offsets: None,
+        taken: None,
     };
     lower_graph(&env, g, g.root())
 }

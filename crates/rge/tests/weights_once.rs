@@ -129,5 +129,19 @@ fn constants_no_kernel_absorbs_are_shared_with_the_graph_not_copied() {
         .filter(|t| matches!(t.data(), TensorData::Bytes(b) if b.is_shared()))
         .count();
     assert!(shared >= 1, "the Add's [16, 64] weight (4 KiB) is shared");
+    // In the graph: the packed weights were released while lowering, the Add's came back.
+    let g = run.graph();
+    let (mut emptied, mut kept) = (0, 0);
+    for n in g.nodes_of(g.root()) {
+        if let Some(t) = g.op(n).and_then(|o| o.const_value()) {
+            if t.data.is_empty() && t.desc.shape().element_count().ok().flatten().unwrap_or(0) > 0 {
+                emptied += 1;
+            } else if t.data.len() >= 4096 {
+                kept += 1;
+            }
+        }
+    }
+    assert_eq!(emptied, 2, "the two MatMul weights");
+    assert!(kept >= 1, "the Add's weight is back in its Const node");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -333,16 +333,44 @@ pub unsafe fn binary<S: Simd>(s: S, op: BinOp, a: Operand, b: Operand, y: *mut f
         BinOp::Max => go!(|p, q| s.select(s.is_nan(p), p, s.max(p, q))),
         BinOp::Min => go!(|p, q| s.select(s.is_nan(p), p, s.min(p, q))),
         BinOp::PRelu => go!(|p, q| s.select(s.lt(p, s.splat(0.0)), s.mul(p, q), p)),
-        BinOp::Pow => {
+        // Exponents with an exact vector form (the same bits as powf); others call powf.
+        BinOp::Pow => match b {
+            Operand::Scalar(e) if e == 1.0 => go!(|p, _q| p),
+            Operand::Scalar(e) if e == 2.0 => go!(|p, _q| s.mul(p, p)),
+            Operand::Scalar(e) if e == -1.0 => go!(|p, _q| s.div(s.splat(1.0), p)),
+            // SAFETY: this function's contract (n floats at each pointer and at y).
+            _ => unsafe { pow_loop(a, b, y, n) },
+        },
+    }
+}
+
+/// `y = powf(a, b)` element by element, one tight loop per operand form.
+///
+/// # Safety
+/// `y` writable and each pointer operand readable for `n` floats (`y` may be an operand).
+#[inline(always)]
+unsafe fn pow_loop(a: Operand, b: Operand, y: *mut f32, n: usize) {
+    // SAFETY (every block below): i < n, which the contract covers.
+    match (a, b) {
+        (Operand::Ptr(p), Operand::Ptr(q)) => {
             for i in 0..n {
-                // SAFETY: i < n; the contract covers n floats.
-                unsafe {
-                    let at = |o: Operand| match o {
-                        Operand::Ptr(p) => *p.add(i),
-                        Operand::Scalar(x) => x,
-                    };
-                    *y.add(i) = at(a).powf(at(b));
-                }
+                unsafe { *y.add(i) = (*p.add(i)).powf(*q.add(i)) };
+            }
+        }
+        (Operand::Ptr(p), Operand::Scalar(e)) => {
+            for i in 0..n {
+                unsafe { *y.add(i) = (*p.add(i)).powf(e) };
+            }
+        }
+        (Operand::Scalar(x), Operand::Ptr(q)) => {
+            for i in 0..n {
+                unsafe { *y.add(i) = x.powf(*q.add(i)) };
+            }
+        }
+        (Operand::Scalar(x), Operand::Scalar(e)) => {
+            let v = x.powf(e);
+            for i in 0..n {
+                unsafe { *y.add(i) = v };
             }
         }
     }
