@@ -110,7 +110,7 @@ pub const STANDARD_ENGINES: &[StandardEngine] = &[
         2,
         RuntimeType::Device,
         &[],
-        SchedulingFlags::ATTACH,
+        SchedulingFlags::SKIP_ATTACH,
     ),
     row(
         COMM,
@@ -202,6 +202,6 @@ mod tests {
         assert!(!standard_engine(FUSED).unwrap().attributes().is_atomic());
         let local = standard_engine(LOCAL).unwrap().flags;
         assert!(local.skip_assign_stream && local.attach);
-        assert_eq!(standard_engine(RTS).unwrap().flags, SchedulingFlags::ATTACH);
+        assert_eq!(standard_engine(RTS).unwrap().flags, SchedulingFlags::SKIP_ATTACH);
     }
 }

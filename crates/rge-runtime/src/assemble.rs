@@ -33,6 +33,7 @@ pub(crate) fn finish(
         views,
         env,
         spaces,
+        flat,
         ..
     } = cx;
     let ns = slots.len();
@@ -59,6 +60,14 @@ pub(crate) fn finish(
     }
     for s in outputs.iter().filter_map(|o| o.1) {
         last[root_of[s as usize] as usize] = u32::MAX;
+    }
+    let flat_defs = crate::flat::loop_lifetimes(&flat, &steps, &slots, &root_of, &planned, &mut last);
+    let mut extra_writers: HashMap<u32, Vec<u32>> = HashMap::new();
+    for &(s, w) in &flat.extra_writes {
+        extra_writers
+            .entry(root_of[s as usize])
+            .or_default()
+            .push(w);
     }
     // Buffers: one per planned root, merged for in-place outputs.
     let mut buf_of: Vec<u32> = (0..ns as u32).collect();
@@ -120,9 +129,20 @@ pub(crate) fn finish(
         let mut writers: Vec<u32> = m
             .iter()
             .filter_map(|&s| slots[s as usize].producer)
+            .chain(
+                m.iter()
+                    .flat_map(|s| extra_writers.get(s).into_iter().flatten().copied()),
+            )
             .collect();
         writers.sort_unstable();
         writers.dedup();
+        // A value written inside a loop and alive outside it lives from the loop's head.
+        let def = m
+            .iter()
+            .filter_map(|s| flat_defs.get(s).copied())
+            .chain(writers.first().copied())
+            .min()
+            .unwrap_or(0);
         let mut rd: Vec<u32> = m
             .iter()
             .flat_map(|&s| readers[s as usize].iter().copied())
@@ -135,7 +155,7 @@ pub(crate) fn finish(
                 .map(|&s| buf_rel[s as usize] + slots[s as usize].bytes)
                 .max()
                 .unwrap_or(0),
-            def: writers.first().copied().unwrap_or(0),
+            def,
             last: buf_last[*b as usize],
             writers,
             readers: rd,
@@ -231,7 +251,11 @@ pub(crate) fn finish(
             slots[i].storage = Storage::Dynamic(d);
         }
     }
-    // Dependency graph.
+    // Dependency graph: a flat region is one unit, scheduled through its entry.
+    let unit = crate::flat::units(&flat, nsteps);
+    for d in deps.iter_mut() {
+        *d = (unit[d.0 as usize], unit[d.1 as usize]);
+    }
     deps.retain(|(a, b)| a != b);
     deps.sort_unstable();
     deps.dedup();
@@ -280,6 +304,7 @@ pub(crate) fn finish(
         succ,
         pred_count,
         critical,
+        unit,
         plan: mem,
         spaces: space_plans,
         arenas: Mutex::new(Vec::new()),

@@ -16,7 +16,7 @@ use rge_kernels::{
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::{run_program, RunOptions};
-use crate::program::{Program, Step, Storage};
+use crate::program::{Flow, Program, Step, Storage};
 
 /// Arena memory (16-byte aligned words).
 #[derive(Debug, Default)]
@@ -178,6 +178,56 @@ impl<'a> Frame<'a> {
                 }
             }
         }
+    }
+
+    /// Runs step `i` as the executors see it: a plain step, a whole flat region through its
+    /// entry, or nothing for a step inside a region (its region runs it).
+    #[inline]
+    pub(crate) fn run_unit(&self, i: usize, lane: usize) -> RuntimeResult<()> {
+        match self.prog.unit.get(i) {
+            Some(&u) if u as usize != i => Ok(()),
+            _ => match &self.prog.steps[i].flow {
+                Some(Flow::Active { end }) => self.run_region(i, *end as usize, lane),
+                _ => self.run_step(i, lane),
+            },
+        }
+    }
+
+    /// Runs the flat region `start..end` in order, following its labels and switches.
+    fn run_region(&self, start: usize, end: usize, lane: usize) -> RuntimeResult<()> {
+        let mut pc = start + 1;
+        while pc < end {
+            let step = &self.prog.steps[pc];
+            match &step.flow {
+                Some(Flow::Label) | Some(Flow::Active { .. }) => pc += 1,
+                Some(Flow::Goto { target }) => pc = *target as usize,
+                Some(Flow::Switch { targets }) => {
+                    self.run_step(pc, lane)?;
+                    let index = step
+                        .outputs
+                        .first()
+                        .and_then(|&o| self.value(o))
+                        .and_then(|v| match v {
+                            ValueRef::Tensor(t) => t.to_i64_vec().ok(),
+                            _ => None,
+                        })
+                        .and_then(|v| v.first().copied())
+                        .ok_or_else(|| RuntimeError::Kernel {
+                            node: step.node.clone(),
+                            op_type: step.op_type.clone(),
+                            msg: "the switch wrote no branch index".into(),
+                        })?;
+                    let last = targets.len().saturating_sub(1);
+                    let k = usize::try_from(index).map_or(last, |k| k.min(last));
+                    pc = targets.get(k).map_or(end, |&t| t as usize);
+                }
+                None => {
+                    self.run_step(pc, lane)?;
+                    pc += 1;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Runs step `i`: builds the kernel context over the frame and calls the kernel.

@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod fold;
 pub mod fold_pass;
+pub mod flat;
 mod frame;
 pub mod io;
 pub mod kernel_check;

@@ -20,7 +20,7 @@ use crate::program::{Dims, InputSource, InputSpec, Program, Slot, Step, Storage}
 pub const KERNEL_ATTR: &str = "_rge_kernel";
 /// The node attribute naming each subgraph slot's ONNX attribute.
 pub const SUBGRAPH_ATTRS_ATTR: &str = "_onnx_subgraph_attrs";
-const CAPTURE_ATTR: &str = "_onnx_capture";
+pub(crate) const CAPTURE_ATTR: &str = "_onnx_capture";
 const ONNX_NAME_ATTR: &str = "_onnx_name";
 const ONNX_TYPE_ATTR: &str = "_onnx_type";
 const OPSET_PREFIX: &str = "_onnx_opset_";
@@ -40,7 +40,7 @@ pub struct LowerEnv<'e> {
 }
 
 impl LowerEnv<'_> {
-    fn opset(&self, domain: &str) -> i64 {
+    pub(crate) fn opset(&self, domain: &str) -> i64 {
         let norm = |d: &str| if d == "ai.onnx" { "" } else { d }.to_string();
         let want = norm(domain);
         self.opsets
@@ -90,6 +90,8 @@ pub struct Lowering<'e> {
     pub(crate) views: usize,
     /// The memory spaces other than the host's that slots live in.
     pub(crate) spaces: Vec<MemSpace>,
+    /// Flat control-flow regions, loops and extra writers (`flat.rs`).
+    pub(crate) flat: crate::flat::FlatState,
 }
 
 pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
@@ -126,7 +128,8 @@ impl<'e> Lowering<'e> {
         self.graph
     }
 
-    pub(crate) fn op(&self, n: NodeId) -> RuntimeResult<&'e rge_ir::OpDesc> {
+    /// The op of node `n`.
+    pub fn op(&self, n: NodeId) -> RuntimeResult<&'e rge_ir::OpDesc> {
         self.graph
             .op(n)
             .ok_or_else(|| RuntimeError::Other("stale node id".into()))
@@ -584,6 +587,7 @@ impl<'e> Lowering<'e> {
             workspace: workspace.into(),
             dynamic,
             in_place,
+            flow: None,
         });
         // Control predecessors: a dependency on the steps standing for them.
         self.eff.insert(n, SmallVec::from_elem(step, 1));
@@ -686,6 +690,7 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
         eff: HashMap::new(),
         views: 0,
         spaces: Vec::new(),
+        flat: Default::default(),
     };
     let mut ctrl: Vec<(u32, u32)> = Vec::new();
     let taken = env.taken.filter(|_| g == graph.root());

@@ -97,6 +97,24 @@ pub struct Step {
     /// The op's input and output shapes as compiled (`[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`,
     /// `?` for a dim known only at run time): what the profiler reports per node.
     pub shapes: Arc<str>,
+    /// A control-flow step of a flat region (`flat.rs`): a label, a jump or a switch.
+    pub flow: Option<Flow>,
+}
+
+/// What a control-flow step of a flat region does besides (or instead of) its kernel: the
+/// region runner (`Frame::run_region`) follows it. Targets are step indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flow {
+    /// StreamActive: the entry of a flat region whose steps end before step `end`; the
+    /// executors schedule the region as one unit through this step.
+    Active { end: u32 },
+    /// LabelSet: a jump target.
+    Label,
+    /// LabelGoto: continue at step `target`.
+    Goto { target: u32 },
+    /// LabelSwitch / StreamSwitch: the kernel writes an int32 index to its output 0; the
+    /// runner continues at `targets[index]` (an index past the end takes the last target).
+    Switch { targets: Box<[u32]> },
 }
 
 impl std::fmt::Debug for Step {
@@ -134,6 +152,9 @@ pub struct Program {
     pub pred_count: Vec<u32>,
     /// Longest path (in steps) from each step to the end; the priority executor's key.
     pub critical: Vec<u32>,
+    /// Per step, the step the executors run it through: itself, or the entry (StreamActive)
+    /// of the flat control-flow region holding it.
+    pub unit: Vec<u32>,
     /// The memory plan (of the host space).
     pub plan: MemoryPlan,
     /// The other memory spaces' plans and allocators.

@@ -7,7 +7,8 @@
 //! elementwise, normalization, reduction and pooling kernels), the `fused` engine (`rge-fused`:
 //! the composite over dense and vector that fuses elementwise trees), the `rng` engine (`rge-rng`:
 //! Philox random generators and training-mode Dropout), the `media` engine (`rge-media`: image
-//! decode, resize, crop, colour, normalize), then the plugins' engines.
+//! decode, resize, crop, colour, normalize), the `rts` engine (`rge-rts`: control flow in the
+//! flat program; `--control-flow`), then the plugins' engines.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +34,24 @@ pub struct EngineArgs {
     pub optimization: Option<String>,
     /// Graph passes to turn off, comma separated.
     pub disable_passes: Option<String>,
+    /// How control flow runs: `nested` (subgraph programs) or `rts` (the flat program of the
+    /// rts engine); `None`: the default, [`DEFAULT_CONTROL_FLOW`].
+    pub control_flow: Option<String>,
+}
+
+/// The default of `--control-flow` (the faster one as measured: docs/rts-engine.md).
+pub const DEFAULT_CONTROL_FLOW: &str = "rts";
+
+/// Whether `--control-flow` asks for the rts engine's flat lowering.
+fn control_flow_is_rts(arg: Option<&str>) -> RuntimeResult<bool> {
+    match arg.unwrap_or(DEFAULT_CONTROL_FLOW) {
+        "rts" => Ok(true),
+        "nested" => Ok(false),
+        other => Err(RuntimeError::Option {
+            option: "--control-flow".into(),
+            msg: format!("`{other}`: expected nested or rts"),
+        }),
+    }
 }
 
 /// The engine set for `args`: the standard engines, then each plugin's; options checked
@@ -42,6 +61,9 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
         report::cli_options(args.exclude_engines.as_deref(), args.engine_type.as_deref())
             .map_err(|e| RuntimeError::Compile(e.to_string()))?;
     options.verbose = args.verbose;
+    if !control_flow_is_rts(args.control_flow.as_deref())? {
+        options.exclude_engines.push(rge_rts::RTS.to_string());
+    }
     if let Some(level) = &args.optimization {
         options.optimization.level = rge_compiler::options::parse_opt_level(level)
             .map_err(|e| RuntimeError::Compile(format!("--optimization: {e}")))?;
@@ -60,6 +82,7 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     b.register(rge_fused::fused_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_rng::rng_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_media::media_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    rge_rts::register(&mut b)?;
     for p in &args.plugins {
         b.load_plugin(p)?;
     }

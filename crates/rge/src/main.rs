@@ -45,6 +45,10 @@ struct EngineOpts {
     /// Graph optimization passes to turn off, comma separated (e.g. gelu_fusion,dead_nodes).
     #[arg(long)]
     disable_passes: Option<String>,
+    /// How If, Case, While and Loop run: nested (subgraph programs) or rts (the rts engine's
+    /// flat program; static shapes) [default: rts].
+    #[arg(long, value_parser = ["nested", "rts"])]
+    control_flow: Option<String>,
 }
 
 /// How `run` and `bench` execute.
@@ -89,6 +93,7 @@ impl EngineOpts {
             verbose: self.verbose,
             optimization: self.optimization,
             disable_passes: self.disable_passes,
+            control_flow: self.control_flow,
         }
     }
 }

@@ -175,7 +175,7 @@ pub fn run_program(
     match opts.executor {
         ExecutorKind::Sequential => {
             for i in 0..prog.steps.len() {
-                frame.run_step(i, 0)?;
+                frame.run_unit(i, 0)?;
             }
         }
         ExecutorKind::Topological => queue::topological(&frame)?,

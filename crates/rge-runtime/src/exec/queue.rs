@@ -28,7 +28,7 @@ pub(crate) fn topological(frame: &Frame<'_>) -> RuntimeResult<()> {
         .collect();
     let mut ran = 0;
     while let Some(i) = ready.pop_front() {
-        frame.run_step(i as usize, 0)?;
+        frame.run_unit(i as usize, 0)?;
         ran += 1;
         for &s in prog.successors(i as usize) {
             pending[s as usize] -= 1;
@@ -50,7 +50,7 @@ pub(crate) fn priority(frame: &Frame<'_>) -> RuntimeResult<()> {
         .collect();
     let mut ran = 0;
     while let Some((_, Reverse(i))) = ready.pop() {
-        frame.run_step(i as usize, 0)?;
+        frame.run_unit(i as usize, 0)?;
         ran += 1;
         for &s in prog.successors(i as usize) {
             pending[s as usize] -= 1;
@@ -85,7 +85,7 @@ impl Shared<'_, '_> {
                 return;
             }
             let lane = rayon::current_thread_index().unwrap_or(0);
-            if let Err(e) = self.frame.run_step(i as usize, lane) {
+            if let Err(e) = self.frame.run_unit(i as usize, lane) {
                 self.fail(e);
                 return;
             }

@@ -46,7 +46,7 @@ impl Lanes<'_, '_> {
             if self.abort.load(Ordering::Acquire) || (self.notify && !self.wait_ready(i as usize)) {
                 return;
             }
-            if let Err(e) = self.frame.run_step(i as usize, lane) {
+            if let Err(e) = self.frame.run_unit(i as usize, lane) {
                 if let Ok(mut slot) = self.error.lock() {
                     slot.get_or_insert(e);
                 }

@@ -18,15 +18,47 @@ pub(crate) fn pretty(v: serde_json::Value) -> String {
     )
 }
 
-/// `rge engines [--json]`: engines with cost, runtime, atomic/composite, stream flags, and how
-/// many op types each supports.
+/// `rge engines [--json]`: the engines of the set (cost, runtime, atomic/composite, stream
+/// flags, how many op types each supports), then the rows of the seed's engine table that no
+/// engine of the set stands for yet (listed as absent, never as engines).
 pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
     let set = engine_set(engines)?;
     let rows = report::list_engines(set.manager());
+    let absent: Vec<&rge_engine::StandardEngine> = rge_engine::STANDARD_ENGINES
+        .iter()
+        .filter(|e| !rows.iter().any(|r| r.name == e.name))
+        .collect();
     Ok(if as_json {
-        pretty(report::engines_json(&rows))
+        let mut v = report::engines_json(&rows);
+        v["not_in_this_build"] = absent
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "name": e.name,
+                    "ge_counterpart": e.ge_counterpart,
+                    "cost": e.compute_cost,
+                    "runtime": e.runtime.name(),
+                    "streams": e.flags.describe(),
+                })
+            })
+            .collect();
+        pretty(v)
     } else {
-        report::engines_text(&rows)
+        let mut text = report::engines_text(&rows);
+        if !absent.is_empty() {
+            text.push_str("\nnot in this build (the seed's engine table):\n");
+            for e in absent {
+                text.push_str(&format!(
+                    "{:<12} {:>4}  {:<7} {:<22} {}\n",
+                    e.name,
+                    e.compute_cost,
+                    e.runtime.name(),
+                    e.ge_counterpart,
+                    e.flags.describe()
+                ));
+            }
+        }
+        text
     })
 }
 

@@ -1,0 +1,184 @@
+"""Test data of the rts engine (crates/rge/tests/rts_engine.rs), written with the onnx package
+and checked with onnxruntime:
+
+  crates/rge/tests/data/rts/vad_like/   a VAD-shaped model: a flag selects between an LSTM branch
+                                        and a GRU branch (If), then a Loop over the frames keeps
+                                        a running max and sum of per-frame speech logits; two
+                                        data sets (flag true, flag false), outputs from
+                                        onnxruntime
+  crates/rge/tests/data/rts/bad_cond/   an If whose condition is a float tensor of shape [2]
+  crates/rge/tests/data/rts/bad_trip/   a Loop whose trip count has shape [2]
+
+Each folder has the node tests' layout (model.onnx, test_data_set_N/input_K.pb, output_K.pb).
+Run: build/venv/bin/python scripts/gen_rts_test_models.py (needs onnx, numpy, onnxruntime).
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "crates", "rge", "tests", "data", "rts")
+T, F, H = 12, 5, 6  # frames, features, hidden size
+RNG = np.random.default_rng(16)
+
+
+def w(*shape):
+    return (RNG.standard_normal(shape) * 0.4).astype(np.float32)
+
+
+def write_case(name, model, data_sets, expect=True):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    onnx.checker.check_model(model) if expect else None
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    if not expect:
+        return
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    in_names = [i.name for i in model.graph.input]
+    for k, inputs in enumerate(data_sets):
+        sd = os.path.join(d, f"test_data_set_{k}")
+        os.makedirs(sd, exist_ok=True)
+        outs = sess.run(None, dict(zip(in_names, inputs)))
+        for i, (n, v) in enumerate(zip(in_names, inputs)):
+            t = numpy_helper.from_array(np.asarray(v), n)
+            open(os.path.join(sd, f"input_{i}.pb"), "wb").write(t.SerializeToString())
+        for i, (o, v) in enumerate(zip(model.graph.output, outs)):
+            t = numpy_helper.from_array(np.asarray(v), o.name)
+            open(os.path.join(sd, f"output_{i}.pb"), "wb").write(t.SerializeToString())
+
+
+def vad_like():
+    # then: LSTM over x → Y [T,1,1,H] → [T,1,H]
+    lstm = helper.make_graph(
+        [
+            helper.make_node("LSTM", ["x", "lw", "lr", "lb"], ["ly"], hidden_size=H, name="lstm"),
+            helper.make_node("Squeeze", ["ly", "ax1"], ["then_y"], name="lstm_squeeze"),
+        ],
+        "then_lstm",
+        [],
+        [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, [T, 1, H])],
+    )
+    gru = helper.make_graph(
+        [
+            helper.make_node("GRU", ["x", "gw", "gr", "gb"], ["gy"], hidden_size=H, name="gru"),
+            helper.make_node("Squeeze", ["gy", "ax1"], ["gru_sq"], name="gru_squeeze"),
+            helper.make_node("Tanh", ["gru_sq"], ["else_y"], name="gru_tanh"),
+        ],
+        "else_gru",
+        [],
+        [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, [T, 1, H])],
+    )
+    # Loop over frames: frame i of feats → logits [1,2]; carried running max and sum.
+    body = helper.make_graph(
+        [
+            helper.make_node("Gather", ["feats", "i"], ["frame"], axis=0, name="frame"),
+            helper.make_node("MatMul", ["frame", "wd"], ["mm"], name="dense"),
+            helper.make_node("Add", ["mm", "bd"], ["logits"], name="dense_bias"),
+            helper.make_node("Max", ["mx_in", "logits"], ["mx_out"], name="running_max"),
+            helper.make_node("Add", ["sum_in", "logits"], ["sum_out"], name="running_sum"),
+            helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
+        ],
+        "frames",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("mx_in", TensorProto.FLOAT, [1, 2]),
+            helper.make_tensor_value_info("sum_in", TensorProto.FLOAT, [1, 2]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("mx_out", TensorProto.FLOAT, [1, 2]),
+            helper.make_tensor_value_info("sum_out", TensorProto.FLOAT, [1, 2]),
+        ],
+    )
+    inits = [
+        numpy_helper.from_array(w(1, 4 * H, F), "lw"),
+        numpy_helper.from_array(w(1, 4 * H, H), "lr"),
+        numpy_helper.from_array(w(1, 8 * H), "lb"),
+        numpy_helper.from_array(w(1, 3 * H, F), "gw"),
+        numpy_helper.from_array(w(1, 3 * H, H), "gr"),
+        numpy_helper.from_array(w(1, 6 * H), "gb"),
+        numpy_helper.from_array(w(H, 2), "wd"),
+        numpy_helper.from_array(w(2), "bd"),
+        numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+        numpy_helper.from_array(np.array(T, np.int64), "trip"),
+        numpy_helper.from_array(np.array(True), "go"),
+        numpy_helper.from_array(np.full((1, 2), -1e9, np.float32), "mx0"),
+        numpy_helper.from_array(np.zeros((1, 2), np.float32), "sum0"),
+    ]
+    g = helper.make_graph(
+        [
+            helper.make_node("If", ["use_lstm"], ["feats"], then_branch=lstm, else_branch=gru, name="branch"),
+            helper.make_node("Loop", ["trip", "go", "mx0", "sum0"], ["mx", "sum"], body=body, name="frames"),
+            helper.make_node("Sigmoid", ["mx"], ["speech"], name="speech"),
+        ],
+        "vad_like",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, 1, F]),
+            helper.make_tensor_value_info("use_lstm", TensorProto.BOOL, []),
+        ],
+        [
+            helper.make_tensor_value_info("speech", TensorProto.FLOAT, [1, 2]),
+            helper.make_tensor_value_info("sum", TensorProto.FLOAT, [1, 2]),
+            helper.make_tensor_value_info("feats", TensorProto.FLOAT, [T, 1, H]),
+        ],
+        inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = RNG.standard_normal((T, 1, F)).astype(np.float32)
+    write_case("vad_like", m, [[x, np.array(True)], [x, np.array(False)]])
+
+
+def bad_cond():
+    branch = lambda n, v: helper.make_graph(
+        [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array([v], np.float32)))],
+        n, [], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch("a", 1.0), else_branch=branch("b", 2.0), name="pick")],
+        "bad_cond",
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    write_case("bad_cond", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
+
+
+def bad_trip():
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+            helper.make_node("Add", ["v_in", "one"], ["v_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1]),
+        ],
+    )
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["m", "", "v0"], ["v"], body=body, name="count")],
+        "bad_trip",
+        [
+            helper.make_tensor_value_info("m", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.array([1.0], np.float32), "one")],
+    )
+    write_case("bad_trip", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
+
+
+if __name__ == "__main__":
+    vad_like()
+    bad_cond()
+    bad_trip()
+    print("rts test data written to", os.path.normpath(OUT), file=sys.stderr)
