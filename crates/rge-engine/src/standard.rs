@@ -202,6 +202,9 @@ mod tests {
         assert!(!standard_engine(FUSED).unwrap().attributes().is_atomic());
         let local = standard_engine(LOCAL).unwrap().flags;
         assert!(local.skip_assign_stream && local.attach);
-        assert_eq!(standard_engine(RTS).unwrap().flags, SchedulingFlags::SKIP_ATTACH);
+        assert_eq!(
+            standard_engine(RTS).unwrap().flags,
+            SchedulingFlags::SKIP_ATTACH
+        );
     }
 }

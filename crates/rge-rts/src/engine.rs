@@ -39,7 +39,10 @@ pub fn kernel_set() -> KernelSet {
     let mut set = KernelSet::new();
     for &op in FLAT_OPS {
         if let Some(f) = builtin.get("", op) {
-            set.add(KernelDef::from_fn(format!("{RTS}.{op}"), "", op, f).with_check(static_control_flow));
+            set.add(
+                KernelDef::from_fn(format!("{RTS}.{op}"), "", op, f)
+                    .with_check(static_control_flow),
+            );
         }
     }
     set

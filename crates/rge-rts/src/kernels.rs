@@ -165,12 +165,15 @@ impl Kernel for ScanWrite {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let v = ctx.input(0)?;
         let i = single(&ctx.input(1)?, "the iteration counter")?;
-        let row = usize::try_from(i).ok().filter(|&r| r < self.rows).ok_or_else(|| {
-            KernelError::invalid(format!(
-                "iteration {i} is past the scan outputs' static length {}",
-                self.rows
-            ))
-        })?;
+        let row = usize::try_from(i)
+            .ok()
+            .filter(|&r| r < self.rows)
+            .ok_or_else(|| {
+                KernelError::invalid(format!(
+                    "iteration {i} is past the scan outputs' static length {}",
+                    self.rows
+                ))
+            })?;
         let src = v.bytes()?;
         let mut shape = Vec::with_capacity(v.rank() + 1);
         shape.push(self.rows);

@@ -61,7 +61,8 @@ pub(crate) fn finish(
     for s in outputs.iter().filter_map(|o| o.1) {
         last[root_of[s as usize] as usize] = u32::MAX;
     }
-    let flat_defs = crate::flat::loop_lifetimes(&flat, &steps, &slots, &root_of, &planned, &mut last);
+    let flat_defs =
+        crate::flat::loop_lifetimes(&flat, &steps, &slots, &root_of, &planned, &mut last);
     let mut extra_writers: HashMap<u32, Vec<u32>> = HashMap::new();
     for &(s, w) in &flat.extra_writes {
         extra_writers

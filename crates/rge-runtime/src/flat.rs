@@ -173,7 +173,9 @@ pub fn flat_blocker(graph: &ComputeGraph, n: NodeId) -> Option<String> {
     let op = graph.op(n)?;
     let t = op.op_type();
     if !FLAT_OPS.contains(&t) {
-        return Some(format!("{t} is not a control-flow op the rts engine lowers"));
+        return Some(format!(
+            "{t} is not a control-flow op the rts engine lowers"
+        ));
     }
     let node = graph.node(n)?;
     for i in 0..node.in_data_count() {
@@ -293,7 +295,13 @@ impl Lowering<'_> {
         Ok(step)
     }
 
-    fn label_step(&mut self, n: NodeId, k: &dyn FlowKernels, op_type: &str, flow: Flow) -> RuntimeResult<u32> {
+    fn label_step(
+        &mut self,
+        n: NodeId,
+        k: &dyn FlowKernels,
+        op_type: &str,
+        flow: Flow,
+    ) -> RuntimeResult<u32> {
         self.flow_step(n, op_type, k.engine(), k.label(), &[], &[], Some(flow))
     }
 
@@ -375,9 +383,7 @@ impl Lowering<'_> {
         let mut staged: Vec<(u32, u32)> = Vec::new();
         let mut direct: Vec<(u32, u32)> = Vec::new();
         for (j, (&src, &dst)) in srcs.iter().zip(dsts).enumerate() {
-            let src = src.ok_or_else(|| {
-                lower_err(graph, n, format!("{what} {j} has no value"))
-            })?;
+            let src = src.ok_or_else(|| lower_err(graph, n, format!("{what} {j} has no value")))?;
             let (s, d) = (&self.slots[src as usize], &self.slots[dst as usize]);
             if s.dtype != d.dtype || s.shape != d.shape {
                 return Err(lower_err(
@@ -400,17 +406,36 @@ impl Lowering<'_> {
                 continue;
             }
             if dst_roots.contains(&sr) {
-                let (dt, sh) = (s.dtype.unwrap_or(DType::Float), s.shape.clone().unwrap_or_default());
+                let (dt, sh) = (
+                    s.dtype.unwrap_or(DType::Float),
+                    s.shape.clone().unwrap_or_default(),
+                );
                 let tmp_name = format!("{}:stage{j}", d.name);
                 let tmp = self.temp_slot(tmp_name, dt, sh)?;
-                self.flow_step(n, "MemcpyAsync", k.engine(), k.memcpy(graph.name_of(n)), &[Some(src)], &[tmp], None)?;
+                self.flow_step(
+                    n,
+                    "MemcpyAsync",
+                    k.engine(),
+                    k.memcpy(graph.name_of(n)),
+                    &[Some(src)],
+                    &[tmp],
+                    None,
+                )?;
                 staged.push((tmp, dst));
             } else {
                 direct.push((src, dst));
             }
         }
         for (src, dst) in direct.into_iter().chain(staged) {
-            self.flow_step(n, "MemcpyAsync", k.engine(), k.memcpy(graph.name_of(n)), &[Some(src)], &[dst], None)?;
+            self.flow_step(
+                n,
+                "MemcpyAsync",
+                k.engine(),
+                k.memcpy(graph.name_of(n)),
+                &[Some(src)],
+                &[dst],
+                None,
+            )?;
         }
         Ok(())
     }
@@ -418,7 +443,11 @@ impl Lowering<'_> {
     /// Lowers control-flow node `n` into the flat program with `kernels`' control steps.
     /// `Ok(false)`: it cannot be (a dynamic value, see [`flat_blocker`]), and nothing was
     /// emitted; the caller lowers it as one step with nested programs.
-    pub fn lower_flat_control(&mut self, n: NodeId, kernels: &dyn FlowKernels) -> RuntimeResult<bool> {
+    pub fn lower_flat_control(
+        &mut self,
+        n: NodeId,
+        kernels: &dyn FlowKernels,
+    ) -> RuntimeResult<bool> {
         let graph = self.graph();
         if flat_blocker(graph, n).is_some() {
             return Ok(false);
@@ -462,7 +491,12 @@ impl Lowering<'_> {
     }
 
     /// If and Case: a LabelSwitch over the branches, each copying its outputs into the node's.
-    fn lower_branches(&mut self, n: NodeId, k: &dyn FlowKernels, parent: &[Option<u32>]) -> RuntimeResult<()> {
+    fn lower_branches(
+        &mut self,
+        n: NodeId,
+        k: &dyn FlowKernels,
+        parent: &[Option<u32>],
+    ) -> RuntimeResult<()> {
         let graph = self.graph();
         let op = self.op(n)?;
         let t = op.op_type();
@@ -477,7 +511,14 @@ impl Lowering<'_> {
             let domain = rge_engine::op_domain(op);
             let opset = op.opset().unwrap_or_else(|| self.env.opset(domain));
             let onnx = t == "If" && opset != i64::MAX;
-            (vec![a, b], if onnx { SwitchMode::OnnxIf } else { SwitchMode::GeTruthy })
+            (
+                vec![a, b],
+                if onnx {
+                    SwitchMode::OnnxIf
+                } else {
+                    SwitchMode::GeTruthy
+                },
+            )
         } else {
             let subs = graph.node_subgraphs(n);
             if subs.is_empty() {
@@ -486,15 +527,25 @@ impl Lowering<'_> {
             let count = subs.len();
             (subs, SwitchMode::Case { branches: count })
         };
-        let cond = parent.first().copied().flatten().ok_or_else(|| {
-            lower_err(graph, n, "the condition (input 0) is not connected")
-        })?;
+        let cond = parent
+            .first()
+            .copied()
+            .flatten()
+            .ok_or_else(|| lower_err(graph, n, "the condition (input 0) is not connected"))?;
         check_predicate(self, n, cond, mode)?;
         let outs: Vec<u32> = (0..op.output_count())
             .map(|i| self.node_output_slot(n, i))
             .collect::<RuntimeResult<_>>()?;
         let index = self.temp_slot(format!("{}:branch", op.name()), DType::Int32, Dims::new())?;
-        let switch = self.flow_step(n, "LabelSwitch", k.engine(), k.switch(op.name(), mode), &[Some(cond)], &[index], None)?;
+        let switch = self.flow_step(
+            n,
+            "LabelSwitch",
+            k.engine(),
+            k.switch(op.name(), mode),
+            &[Some(cond)],
+            &[index],
+            None,
+        )?;
         let mut targets = Vec::with_capacity(branches.len());
         let mut gotos = Vec::new();
         for (b, &g) in branches.iter().enumerate() {
@@ -511,7 +562,11 @@ impl Lowering<'_> {
                 return Err(lower_err(
                     graph,
                     n,
-                    format!("branch {b} makes {} outputs, the node has {}", res.len(), outs.len()),
+                    format!(
+                        "branch {b} makes {} outputs, the node has {}",
+                        res.len(),
+                        outs.len()
+                    ),
                 ));
             }
             let what = format!("output of branch {b}");
@@ -524,13 +579,20 @@ impl Lowering<'_> {
         for g in gotos {
             self.steps[g as usize].flow = Some(Flow::Goto { target: end });
         }
-        self.steps[switch as usize].flow = Some(Flow::Switch { targets: targets.into() });
+        self.steps[switch as usize].flow = Some(Flow::Switch {
+            targets: targets.into(),
+        });
         Ok(())
     }
 
     /// ONNX Loop: counter and condition slots, the carried values in the node's outputs, scan
     /// outputs written a row per iteration.
-    fn lower_loop(&mut self, n: NodeId, k: &dyn FlowKernels, parent: &[Option<u32>]) -> RuntimeResult<()> {
+    fn lower_loop(
+        &mut self,
+        n: NodeId,
+        k: &dyn FlowKernels,
+        parent: &[Option<u32>],
+    ) -> RuntimeResult<()> {
         let graph = self.graph();
         let op = self.op(n)?;
         let name = op.name().to_string();
@@ -552,11 +614,17 @@ impl Lowering<'_> {
         let (m, c0) = (parent[0], parent[1]);
         if let Some(m) = m {
             let s = &self.slots[m as usize];
-            if s.shape.as_ref().is_some_and(|sh| sh.iter().product::<usize>() != 1) {
+            if s.shape
+                .as_ref()
+                .is_some_and(|sh| sh.iter().product::<usize>() != 1)
+            {
                 return Err(lower_err(
                     graph,
                     n,
-                    format!("the trip count M must be a scalar, it has shape {:?}", s.shape.as_deref().unwrap_or(&[])),
+                    format!(
+                        "the trip count M must be a scalar, it has shape {:?}",
+                        s.shape.as_deref().unwrap_or(&[])
+                    ),
                 ));
             }
         }
@@ -572,13 +640,33 @@ impl Lowering<'_> {
             .collect::<RuntimeResult<_>>()?;
         let (vars, scan_outs) = outs.split_at(carried);
         let rows = match scan_outs.first() {
-            Some(&s) => self.slots[s as usize].shape.as_ref().and_then(|sh| sh.first().copied()).unwrap_or(0),
+            Some(&s) => self.slots[s as usize]
+                .shape
+                .as_ref()
+                .and_then(|sh| sh.first().copied())
+                .unwrap_or(0),
             None => 0,
         };
-        self.flow_step(n, "LoopInit", k.engine(), k.loop_init(&name), &[m, c0], &[iter, cond], None)?;
+        self.flow_step(
+            n,
+            "LoopInit",
+            k.engine(),
+            k.loop_init(&name),
+            &[m, c0],
+            &[iter, cond],
+            None,
+        )?;
         self.copy_all(n, k, &parent[2..formal], vars, "initial loop value")?;
         let loop_head = self.label_step(n, k, "LabelSet", Flow::Label)?;
-        let switch = self.flow_step(n, "StreamSwitch", k.engine(), k.loop_switch(&name), &[Some(iter), m, Some(cond)], &[index], None)?;
+        let switch = self.flow_step(
+            n,
+            "StreamSwitch",
+            k.engine(),
+            k.loop_switch(&name),
+            &[Some(iter), m, Some(cond)],
+            &[index],
+            None,
+        )?;
         let body_start = self.label_step(n, k, "LabelSet", Flow::Label)?;
         let vars_v = vars.to_vec();
         let bind = |_: &Self, bd: Binding| -> Option<u32> {
@@ -594,32 +682,76 @@ impl Lowering<'_> {
             return Err(lower_err(
                 graph,
                 n,
-                format!("the body makes {} outputs, expected {}", res.len(), 1 + carried + scans),
+                format!(
+                    "the body makes {} outputs, expected {}",
+                    res.len(),
+                    1 + carried + scans
+                ),
             ));
         }
         for (j, &s) in scan_outs.iter().enumerate() {
-            let v = res[1 + carried + j].ok_or_else(|| lower_err(graph, n, format!("scan output {j} has no value")))?;
-            self.flow_step(n, "ScanWrite", k.engine(), k.scan_write(&name, rows), &[Some(v), Some(iter)], &[s], None)?;
+            let v = res[1 + carried + j]
+                .ok_or_else(|| lower_err(graph, n, format!("scan output {j} has no value")))?;
+            self.flow_step(
+                n,
+                "ScanWrite",
+                k.engine(),
+                k.scan_write(&name, rows),
+                &[Some(v), Some(iter)],
+                &[s],
+                None,
+            )?;
         }
         let mut srcs = vec![res[0]];
         srcs.extend_from_slice(&res[1..1 + carried]);
         let mut dsts = vec![cond];
         dsts.extend_from_slice(vars);
         self.copy_all(n, k, &srcs, &dsts, "body output")?;
-        self.flow_step(n, "LoopIncrement", k.engine(), k.increment(&name), &[Some(iter)], &[next], None)?;
-        self.flow_step(n, "MemcpyAsync", k.engine(), k.memcpy(&name), &[Some(next)], &[iter], None)?;
+        self.flow_step(
+            n,
+            "LoopIncrement",
+            k.engine(),
+            k.increment(&name),
+            &[Some(iter)],
+            &[next],
+            None,
+        )?;
+        self.flow_step(
+            n,
+            "MemcpyAsync",
+            k.engine(),
+            k.memcpy(&name),
+            &[Some(next)],
+            &[iter],
+            None,
+        )?;
         self.label_step(n, k, "LabelGoto", Flow::Goto { target: loop_head })?;
         let exit = self.label_step(n, k, "LabelSet", Flow::Label)?;
         if !scan_outs.is_empty() {
-            self.flow_step(n, "ScanCheck", k.engine(), k.scan_check(&name, rows), &[Some(iter)], &[], None)?;
+            self.flow_step(
+                n,
+                "ScanCheck",
+                k.engine(),
+                k.scan_check(&name, rows),
+                &[Some(iter)],
+                &[],
+                None,
+            )?;
         }
-        self.steps[switch as usize].flow = Some(Flow::Switch { targets: vec![body_start, exit].into() });
+        self.steps[switch as usize].flow = Some(Flow::Switch {
+            targets: vec![body_start, exit].into(),
+        });
         self.flat.loops.push((loop_head, exit));
         Ok(())
     }
 
     /// GE's While: the cond subgraph, a StreamSwitch on its output, the body, the copies back.
-    fn lower_while(&mut self, n: NodeId, k: &dyn FlowKernels, parent: &[Option<u32>]) -> RuntimeResult<()> {
+    fn lower_while(
+        &mut self,
+        n: NodeId,
+        k: &dyn FlowKernels,
+        parent: &[Option<u32>],
+    ) -> RuntimeResult<()> {
         let graph = self.graph();
         let op = self.op(n)?;
         let name = op.name().to_string();
@@ -634,7 +766,14 @@ impl Lowering<'_> {
             .flatten()
             .map_or(parent.len(), |v| (v.max(0) as usize).min(parent.len()));
         if op.output_count() > formal {
-            return Err(lower_err(graph, n, format!("While has {} outputs for {formal} loop variables", op.output_count())));
+            return Err(lower_err(
+                graph,
+                n,
+                format!(
+                    "While has {} outputs for {formal} loop variables",
+                    op.output_count()
+                ),
+            ));
         }
         // The loop variables: the node's outputs, then planned copies for the ones it drops.
         let mut vars = Vec::with_capacity(formal);
@@ -642,9 +781,13 @@ impl Lowering<'_> {
             if i < op.output_count() {
                 vars.push(self.node_output_slot(n, i)?);
             } else {
-                let src = parent[i].ok_or_else(|| lower_err(graph, n, format!("input {i} is not connected")))?;
+                let src = parent[i]
+                    .ok_or_else(|| lower_err(graph, n, format!("input {i} is not connected")))?;
                 let s = &self.slots[src as usize];
-                let (dt, sh) = (s.dtype.unwrap_or(DType::Float), s.shape.clone().unwrap_or_default());
+                let (dt, sh) = (
+                    s.dtype.unwrap_or(DType::Float),
+                    s.shape.clone().unwrap_or_default(),
+                );
                 vars.push(self.temp_slot(format!("{name}:var{i}"), dt, sh)?);
             }
         }
@@ -659,17 +802,38 @@ impl Lowering<'_> {
             }
         };
         let c = self.inline_subgraph(n, cond_g, &bind)?;
-        let c = c.first().copied().flatten().ok_or_else(|| lower_err(graph, n, "the cond subgraph makes no output"))?;
-        let switch = self.flow_step(n, "StreamSwitch", k.engine(), k.switch(&name, SwitchMode::GeTruthy), &[Some(c)], &[index], None)?;
+        let c = c
+            .first()
+            .copied()
+            .flatten()
+            .ok_or_else(|| lower_err(graph, n, "the cond subgraph makes no output"))?;
+        let switch = self.flow_step(
+            n,
+            "StreamSwitch",
+            k.engine(),
+            k.switch(&name, SwitchMode::GeTruthy),
+            &[Some(c)],
+            &[index],
+            None,
+        )?;
         let body_start = self.label_step(n, k, "LabelSet", Flow::Label)?;
         let res = self.inline_subgraph(n, body_g, &bind)?;
         if res.len() < formal {
-            return Err(lower_err(graph, n, format!("the body makes {} outputs for {formal} loop variables", res.len())));
+            return Err(lower_err(
+                graph,
+                n,
+                format!(
+                    "the body makes {} outputs for {formal} loop variables",
+                    res.len()
+                ),
+            ));
         }
         self.copy_all(n, k, &res[..formal], &vars, "body output")?;
         self.label_step(n, k, "LabelGoto", Flow::Goto { target: loop_head })?;
         let exit = self.label_step(n, k, "LabelSet", Flow::Label)?;
-        self.steps[switch as usize].flow = Some(Flow::Switch { targets: vec![body_start, exit].into() });
+        self.steps[switch as usize].flow = Some(Flow::Switch {
+            targets: vec![body_start, exit].into(),
+        });
         self.flat.loops.push((loop_head, exit));
         Ok(())
     }
@@ -684,7 +848,9 @@ fn check_predicate(cx: &Lowering<'_>, n: NodeId, slot: u32, mode: SwitchMode) ->
     };
     let count: usize = shape.iter().product();
     let bad = match mode {
-        SwitchMode::OnnxIf => (dt != DType::Bool || count != 1).then(|| "a bool tensor of one element"),
+        SwitchMode::OnnxIf => {
+            (dt != DType::Bool || count != 1).then(|| "a bool tensor of one element")
+        }
         SwitchMode::Case { .. } => (!matches!(dt, DType::Int32 | DType::Int64) || count != 1)
             .then(|| "an int32 or int64 scalar"),
         SwitchMode::GeTruthy => None,
