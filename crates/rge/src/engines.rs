@@ -8,7 +8,8 @@
 //! the composite over dense and vector that fuses elementwise trees), the `rng` engine (`rge-rng`:
 //! Philox random generators and training-mode Dropout), the `media` engine (`rge-media`: image
 //! decode, resize, crop, colour, normalize), the `rts` engine (`rge-rts`: control flow in the
-//! flat program; `--control-flow`), then the plugins' engines.
+//! flat program; `--control-flow`), the `cpu_tf` engine (`rge-cpu-tf`: the TensorFlow
+//! dialect of GE graphs), then the plugins' engines.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,6 +85,10 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     b.register(rge_rng::rng_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_media::media_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     rge_rts::register(&mut b)?;
+    b.register(
+        rge_cpu_tf::cpu_tf_engine(&crate::kernels::default_kernels())
+            .map_err(|e| RuntimeError::Compile(e.to_string()))?,
+    );
     for p in &args.plugins {
         b.load_plugin(p)?;
     }

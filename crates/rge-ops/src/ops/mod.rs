@@ -29,6 +29,7 @@ mod sequence;
 mod shape_ops;
 mod slicing;
 mod text;
+pub mod tf;
 
 /// Registers every built-in prototype.
 pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
@@ -51,6 +52,7 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     text::register(b)?;
     image::register(b)?;
     fused_elementwise::register(b)?;
+    tf::register(b)?;
     // Last: the versions of the schema history the families above do not write.
     history::register(b)?;
     Ok(())
