@@ -4,7 +4,9 @@
 //! resizes (rge-media's TF-exact resize) computed here.
 
 use rge_ir::AttrValue;
-use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef};
+use rge_kernels::{
+    DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef,
+};
 use rge_ops::ops::tf::strided_slice::{plan, Masks};
 use rge_ops::ops::tf::{dtype_attr, flag};
 
@@ -26,7 +28,9 @@ fn scalar(t: &TensorRef<'_>, what: &str) -> KernelResult<i64> {
 fn norm_axis(axis: i64, rank: usize) -> KernelResult<usize> {
     let r = rank as i64;
     if axis < -r || axis >= r {
-        return Err(invalid(format!("axis {axis} is out of range for rank {rank}")));
+        return Err(invalid(format!(
+            "axis {axis} is out of range for rank {rank}"
+        )));
     }
     Ok(if axis < 0 { axis + r } else { axis } as usize)
 }
@@ -115,7 +119,11 @@ enum ArrayOp {
     Fill,
     Range,
     Select(bool),
-    Resize { bilinear: bool, align: bool, half: bool },
+    Resize {
+        bilinear: bool,
+        align: bool,
+        half: bool,
+    },
 }
 
 struct Array {
@@ -136,9 +144,15 @@ impl Kernel for Array {
                 }
                 let axis = scalar(&ctx.input(n - 1)?, "concat_dim")?;
                 let axis = norm_axis(axis, x.rank())?;
-                let ins: Vec<Option<TensorRef<'_>>> =
-                    (0..n - 1).map(|i| ctx.opt_input(i)).collect::<KernelResult<_>>()?;
-                let y = s.run("Concat", vec![("axis", AttrValue::Int(axis as i64))], &ins, th)?;
+                let ins: Vec<Option<TensorRef<'_>>> = (0..n - 1)
+                    .map(|i| ctx.opt_input(i))
+                    .collect::<KernelResult<_>>()?;
+                let y = s.run(
+                    "Concat",
+                    vec![("axis", AttrValue::Int(axis as i64))],
+                    &ins,
+                    th,
+                )?;
                 put(ctx, 0, y)
             }
             ArrayOp::Pack(axis) => {
@@ -158,8 +172,14 @@ impl Kernel for Array {
                     d.insert(axis, 1);
                     parts.push(t.to_owned().reshaped(&d)?);
                 }
-                let ins: Vec<Option<TensorRef<'_>>> = parts.iter().map(|t| Some(t.view())).collect();
-                let y = s.run("Concat", vec![("axis", AttrValue::Int(axis as i64))], &ins, th)?;
+                let ins: Vec<Option<TensorRef<'_>>> =
+                    parts.iter().map(|t| Some(t.view())).collect();
+                let y = s.run(
+                    "Concat",
+                    vec![("axis", AttrValue::Int(axis as i64))],
+                    &ins,
+                    th,
+                )?;
                 put(ctx, 0, y)
             }
             ArrayOp::Unpack(axis) => {
@@ -200,14 +220,25 @@ impl Kernel for Array {
                 let y = s.run(
                     "Slice",
                     Vec::new(),
-                    &[Some(x), Some(bt.view()), Some(et.view()), Some(at.view()), Some(stt.view())],
+                    &[
+                        Some(x),
+                        Some(bt.view()),
+                        Some(et.view()),
+                        Some(at.view()),
+                        Some(stt.view()),
+                    ],
                     th,
                 )?;
                 let fin: Vec<usize> = p.final_shape.iter().map(|&d| d as usize).collect();
                 put(ctx, 0, y.reshaped(&fin)?)
             }
             ArrayOp::Cast(to) => {
-                let y = s.run("Cast", vec![("to", AttrValue::Int(to.onnx().into()))], &[Some(x)], th)?;
+                let y = s.run(
+                    "Cast",
+                    vec![("to", AttrValue::Int(to.onnx().into()))],
+                    &[Some(x)],
+                    th,
+                )?;
                 put(ctx, 0, y)
             }
             ArrayOp::Transpose => {
@@ -272,7 +303,10 @@ impl Kernel for Array {
                     DType::Int32 => {
                         let v: Vec<i32> = d
                             .iter()
-                            .map(|&v| i32::try_from(v).map_err(|_| invalid(format!("dim {v} overflows int32"))))
+                            .map(|&v| {
+                                i32::try_from(v)
+                                    .map_err(|_| invalid(format!("dim {v} overflows int32")))
+                            })
                             .collect::<KernelResult<_>>()?;
                         Tensor::from_vec(&[v.len()], v)?
                     }
@@ -287,7 +321,10 @@ impl Kernel for Array {
                 }
                 let v = ctx.input(1)?;
                 if v.len() != 1 {
-                    return Err(invalid(format!("value must be a scalar, got {:?}", v.shape())));
+                    return Err(invalid(format!(
+                        "value must be a scalar, got {:?}",
+                        v.shape()
+                    )));
                 }
                 let shape = i64s(&dims)?;
                 let y = s.run("Expand", Vec::new(), &[Some(v), Some(shape.view())], th)?;
@@ -329,15 +366,33 @@ impl Kernel for Array {
 fn reshape_dims(shape: &[i64], total: usize) -> KernelResult<Vec<usize>> {
     let unknown = shape.iter().filter(|&&d| d == -1).count();
     if unknown > 1 || shape.iter().any(|&d| d < -1) {
-        return Err(invalid(format!("shape {shape:?}: at most one -1 and no other negative dim")));
+        return Err(invalid(format!(
+            "shape {shape:?}: at most one -1 and no other negative dim"
+        )));
     }
-    let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let known: usize = shape
+        .iter()
+        .filter(|&&d| d >= 0)
+        .map(|&d| d as usize)
+        .product();
     let d: Vec<usize> = shape
         .iter()
-        .map(|&d| if d == -1 { if known == 0 { 0 } else { total / known } } else { d as usize })
+        .map(|&d| {
+            if d == -1 {
+                if known == 0 {
+                    0
+                } else {
+                    total / known
+                }
+            } else {
+                d as usize
+            }
+        })
         .collect();
     if d.iter().product::<usize>() != total {
-        return Err(invalid(format!("cannot reshape {total} elements into {shape:?}")));
+        return Err(invalid(format!(
+            "cannot reshape {total} elements into {shape:?}"
+        )));
     }
     Ok(d)
 }
@@ -360,11 +415,15 @@ fn range(ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         return Err(invalid("delta is 0".into()));
     }
     if (c > 0.0 && a > b) || (c < 0.0 && a < b) {
-        return Err(invalid(format!("start {a}, limit {b} and delta {c} give no range")));
+        return Err(invalid(format!(
+            "start {a}, limit {b} and delta {c} give no range"
+        )));
     }
     let n = ((b - a) / c).abs().ceil();
     if !(n <= MAX_OUTPUT as f64) {
-        return Err(invalid(format!("the range has {n} elements, over the limit")));
+        return Err(invalid(format!(
+            "the range has {n} elements, over the limit"
+        )));
     }
     let n = n as usize;
     let t = match dt {
@@ -372,7 +431,9 @@ fn range(ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
             let (a, c) = (a as f32, c as f32);
             Tensor::from_vec(&[n], (0..n).map(|i| a + i as f32 * c).collect::<Vec<f32>>())?
         }
-        DType::Double => Tensor::from_vec(&[n], (0..n).map(|i| a + i as f64 * c).collect::<Vec<f64>>())?,
+        DType::Double => {
+            Tensor::from_vec(&[n], (0..n).map(|i| a + i as f64 * c).collect::<Vec<f64>>())?
+        }
         DType::Int32 => {
             let (a, c) = (a as i32, c as i32);
             Tensor::from_vec(&[n], (0..n).map(|i| a + i as i32 * c).collect::<Vec<i32>>())?
@@ -381,7 +442,12 @@ fn range(ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
             let (a, c) = (a as i64, c as i64);
             Tensor::from_vec(&[n], (0..n).map(|i| a + i as i64 * c).collect::<Vec<i64>>())?
         }
-        other => return Err(KernelError::unsupported(format!("Range of {}", other.name()))),
+        other => {
+            return Err(KernelError::unsupported(format!(
+                "Range of {}",
+                other.name()
+            )))
+        }
     };
     put(ctx, 0, t)
 }
@@ -391,11 +457,19 @@ fn resize(ctx: &mut KernelCtx<'_>, bilinear: bool, align: bool, half: bool) -> K
     let x = ctx.input(0)?;
     let [n, h, w, c] = match *x.shape() {
         [n, h, w, c] if h > 0 && w > 0 => [n, h, w, c],
-        ref s => return Err(invalid(format!("images must be non-empty [N, H, W, C], got {s:?}"))),
+        ref s => {
+            return Err(invalid(format!(
+                "images must be non-empty [N, H, W, C], got {s:?}"
+            )))
+        }
     };
     let (oh, ow) = match ctx.input(1)?.to_i64_vec()?.as_slice() {
         [a, b] if *a > 0 && *b > 0 => (*a as usize, *b as usize),
-        v => return Err(invalid(format!("size must be two positive values, got {v:?}"))),
+        v => {
+            return Err(invalid(format!(
+                "size must be two positive values, got {v:?}"
+            )))
+        }
     };
     let total = n.saturating_mul(oh).saturating_mul(ow).saturating_mul(c);
     if total > MAX_OUTPUT {
@@ -406,8 +480,21 @@ fn resize(ctx: &mut KernelCtx<'_>, bilinear: bool, align: bool, half: bool) -> K
         _ => x.to_f64_vec()?.into_iter().map(|v| v as f32).collect(),
     };
     let mut out = vec![0f32; total];
-    let method = if bilinear { Method::Bilinear } else { Method::Nearest };
-    run(&v, Geometry { n, h, w, c }, oh, ow, method, align, half, &mut out);
+    let method = if bilinear {
+        Method::Bilinear
+    } else {
+        Method::Nearest
+    };
+    run(
+        &v,
+        Geometry { n, h, w, c },
+        oh,
+        ow,
+        method,
+        align,
+        half,
+        &mut out,
+    );
     let shape = [n, oh, ow, c];
     let t = Tensor::from_vec(&shape, out)?;
     // Nearest keeps the element type (its values are source values).
@@ -418,10 +505,21 @@ fn resize(ctx: &mut KernelCtx<'_>, bilinear: bool, align: bool, half: bool) -> K
         let f = t.view().to_f64_vec()?;
         match steps_cast {
             DType::Double => Tensor::from_vec(&shape, f)?,
-            DType::Int32 => Tensor::from_vec(&shape, f.iter().map(|&v| v as i32).collect::<Vec<_>>())?,
-            DType::Int64 => Tensor::from_vec(&shape, f.iter().map(|&v| v as i64).collect::<Vec<_>>())?,
-            DType::Uint8 => Tensor::from_vec(&shape, f.iter().map(|&v| v as u8).collect::<Vec<_>>())?,
-            other => return Err(KernelError::unsupported(format!("nearest resize of {}", other.name()))),
+            DType::Int32 => {
+                Tensor::from_vec(&shape, f.iter().map(|&v| v as i32).collect::<Vec<_>>())?
+            }
+            DType::Int64 => {
+                Tensor::from_vec(&shape, f.iter().map(|&v| v as i64).collect::<Vec<_>>())?
+            }
+            DType::Uint8 => {
+                Tensor::from_vec(&shape, f.iter().map(|&v| v as u8).collect::<Vec<_>>())?
+            }
+            other => {
+                return Err(KernelError::unsupported(format!(
+                    "nearest resize of {}",
+                    other.name()
+                )))
+            }
         }
     };
     put(ctx, 0, t)

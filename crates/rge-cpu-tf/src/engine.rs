@@ -101,7 +101,10 @@ pub fn kernel_set(onnx: &KernelRegistry) -> KernelSet {
             } else {
                 format!("{CPU_TF}.{d}.{op}")
             };
-            set.add(KernelDef::new(name, op, move |init: &KernelInit<'_>| factory(&steps, init)).domain(d));
+            set.add(
+                KernelDef::new(name, op, move |init: &KernelInit<'_>| factory(&steps, init))
+                    .domain(d),
+            );
         }
     }
     set
@@ -110,11 +113,14 @@ pub fn kernel_set(onnx: &KernelRegistry) -> KernelSet {
 /// The cpu_tf engine: the standard attributes (cost 4, device runtime, attach) and the TF
 /// kernels over `onnx`.
 pub fn cpu_tf_engine(onnx: &KernelRegistry) -> EngineResult<BasicEngine> {
-    let engine = BasicEngine::standard(CPU_TF).ok_or_else(|| {
-        rge_engine::EngineError::Invalid {
-            engine: CPU_TF.into(),
-            message: "not in the standard engine table".into(),
-        }
+    let engine = BasicEngine::standard(CPU_TF).ok_or_else(|| rge_engine::EngineError::Invalid {
+        engine: CPU_TF.into(),
+        message: "not in the standard engine table".into(),
     })?;
-    Ok(engine.with_store(KernelStore::new(CPU_TF, "aicpu_tf_kernel", 4, kernel_set(onnx))))
+    Ok(engine.with_store(KernelStore::new(
+        CPU_TF,
+        "aicpu_tf_kernel",
+        4,
+        kernel_set(onnx),
+    )))
 }

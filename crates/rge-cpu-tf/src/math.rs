@@ -4,7 +4,9 @@
 //! reductions as ONNX Reduce* with `noop_with_empty_axes` (TF reduces nothing over no axes).
 
 use rge_ir::AttrValue;
-use rge_kernels::{DType, Elem, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef};
+use rge_kernels::{
+    DType, Elem, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef,
+};
 use rge_kernels_elementwise::bcast::{binary, broadcast_shapes};
 use rge_ops::ops::tf::flag;
 
@@ -61,7 +63,11 @@ pub fn create_arith(steps: &Steps, init: &KernelInit<'_>) -> KernelResult<Box<dy
         }),
         "FloorDiv" => Box::new(Floor { modulo: false }),
         "FloorMod" => Box::new(Floor { modulo: true }),
-        other => return Err(KernelError::unsupported(format!("no arithmetic op {other}"))),
+        other => {
+            return Err(KernelError::unsupported(format!(
+                "no arithmetic op {other}"
+            )))
+        }
     })
 }
 
@@ -151,7 +157,11 @@ impl Kernel for Floor {
             DType::Float => floor_op::<f32>(ctx, a, b, move |x, y| {
                 if m {
                     let r = x % y;
-                    if r != 0.0 && (r < 0.0) != (y < 0.0) { r + y } else { r }
+                    if r != 0.0 && (r < 0.0) != (y < 0.0) {
+                        r + y
+                    } else {
+                        r
+                    }
                 } else {
                     (x / y).floor()
                 }
@@ -159,7 +169,11 @@ impl Kernel for Floor {
             DType::Double => floor_op::<f64>(ctx, a, b, move |x, y| {
                 if m {
                     let r = x % y;
-                    if r != 0.0 && (r < 0.0) != (y < 0.0) { r + y } else { r }
+                    if r != 0.0 && (r < 0.0) != (y < 0.0) {
+                        r + y
+                    } else {
+                        r
+                    }
                 } else {
                     (x / y).floor()
                 }

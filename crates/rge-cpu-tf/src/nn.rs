@@ -6,8 +6,8 @@ use rge_ir::{AttrMap, AttrValue};
 use rge_kernels::{
     DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef,
 };
-use rge_ops::ops::tf::window::{spatial4, DataFormat, Window};
 use rge_ops::ops::tf::flag;
+use rge_ops::ops::tf::window::{spatial4, DataFormat, Window};
 
 use crate::steps::{attr_err, put, Steps};
 
@@ -45,7 +45,12 @@ fn rank4<'a>(t: &TensorRef<'a>, what: &str) -> KernelResult<[usize; 4]> {
 fn onnx_pads(win: &Window, x: [usize; 4], k: [usize; 2]) -> KernelResult<Vec<i64>> {
     let ah = win.axis(0, x[2] as i64, k[0] as i64).map_err(attr_err)?;
     let aw = win.axis(1, x[3] as i64, k[1] as i64).map_err(attr_err)?;
-    Ok(vec![ah.pad_before, aw.pad_before, ah.pad_after, aw.pad_after])
+    Ok(vec![
+        ah.pad_before,
+        aw.pad_before,
+        ah.pad_after,
+        aw.pad_after,
+    ])
 }
 
 // ---- convolutions ----
@@ -94,7 +99,10 @@ impl Kernel for Conv2d {
                 ("dilations", AttrValue::ListInt(self.win.dilations.to_vec())),
                 ("pads", AttrValue::ListInt(pads)),
                 ("group", AttrValue::Int(group as i64)),
-                ("kernel_shape", AttrValue::ListInt(vec![kh as i64, kw as i64])),
+                (
+                    "kernel_shape",
+                    AttrValue::ListInt(vec![kh as i64, kw as i64]),
+                ),
             ];
             s.run("Conv", attrs, &[Some(xn), Some(w.view()), bias], th)
         })?;
@@ -300,7 +308,11 @@ impl Kernel for FusedBatchNorm {
         let bm: Vec<f32> = (0..c).map(|k| running(k, mean[k], &mean_in)).collect();
         let bv: Vec<f32> = (0..c)
             .map(|k| {
-                let v = if self.training { var[k] * unbiased } else { var[k] };
+                let v = if self.training {
+                    var[k] * unbiased
+                } else {
+                    var[k]
+                };
                 running(k, v, &var_in)
             })
             .collect();
@@ -368,19 +380,35 @@ impl Kernel for Relu6 {
         let x = ctx.input(0)?;
         let y = match x.dtype() {
             DType::Float => {
-                let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|&v| v.clamp(0.0, 6.0)).collect();
+                let v: Vec<f32> = x
+                    .as_slice::<f32>()?
+                    .iter()
+                    .map(|&v| v.clamp(0.0, 6.0))
+                    .collect();
                 Tensor::from_vec(x.shape(), v)?
             }
             DType::Double => {
-                let v: Vec<f64> = x.as_slice::<f64>()?.iter().map(|&v| v.clamp(0.0, 6.0)).collect();
+                let v: Vec<f64> = x
+                    .as_slice::<f64>()?
+                    .iter()
+                    .map(|&v| v.clamp(0.0, 6.0))
+                    .collect();
                 Tensor::from_vec(x.shape(), v)?
             }
             DType::Int32 => {
-                let v: Vec<i32> = x.as_slice::<i32>()?.iter().map(|&v| v.clamp(0, 6)).collect();
+                let v: Vec<i32> = x
+                    .as_slice::<i32>()?
+                    .iter()
+                    .map(|&v| v.clamp(0, 6))
+                    .collect();
                 Tensor::from_vec(x.shape(), v)?
             }
             DType::Int64 => {
-                let v: Vec<i64> = x.as_slice::<i64>()?.iter().map(|&v| v.clamp(0, 6)).collect();
+                let v: Vec<i64> = x
+                    .as_slice::<i64>()?
+                    .iter()
+                    .map(|&v| v.clamp(0, 6))
+                    .collect();
                 Tensor::from_vec(x.shape(), v)?
             }
             other => {
@@ -451,7 +479,8 @@ impl Kernel for MatMul {
             let bt = self.last_two(b, self.tb, th)?;
             let a = at.as_ref().map_or(a, Tensor::view);
             let b = bt.as_ref().map_or(b, Tensor::view);
-            self.steps.run("MatMul", Vec::new(), &[Some(a), Some(b)], th)?
+            self.steps
+                .run("MatMul", Vec::new(), &[Some(a), Some(b)], th)?
         } else {
             if a.rank() != 2 || b.rank() != 2 {
                 return Err(KernelError::invalid(format!(

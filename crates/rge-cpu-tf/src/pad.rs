@@ -98,7 +98,9 @@ impl Kernel for Pad {
             }
             let n = d + b + a;
             if n > 1 << 32 {
-                return Err(KernelError::invalid(format!("dim {k} padded to {n} is too big")));
+                return Err(KernelError::invalid(format!(
+                    "dim {k} padded to {n} is too big"
+                )));
             }
             out_dims.push(n as usize);
             maps.push((0..n).map(|o| source(self.mode, o, b, d)).collect());

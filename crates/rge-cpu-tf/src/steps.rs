@@ -3,8 +3,8 @@
 
 use rge_ir::{AttrMap, AttrValue};
 use rge_kernels::{
-    DType, Kernel, KernelCtx, KernelError, KernelInit, KernelRegistry, KernelResult,
-    OwnedOutputs, Tensor, TensorRef, Value, ValueRef,
+    DType, Kernel, KernelCtx, KernelError, KernelInit, KernelRegistry, KernelResult, OwnedOutputs,
+    Tensor, TensorRef, Value, ValueRef,
 };
 
 /// The ONNX kernels a TF kernel may run (shared, cheap to clone).
@@ -56,7 +56,12 @@ impl Steps {
     }
 
     /// ONNX Transpose of `x` by `perm`.
-    pub fn transpose(&self, x: TensorRef<'_>, perm: &[i64], threads: usize) -> KernelResult<Tensor> {
+    pub fn transpose(
+        &self,
+        x: TensorRef<'_>,
+        perm: &[i64],
+        threads: usize,
+    ) -> KernelResult<Tensor> {
         self.run(
             "Transpose",
             vec![("perm", AttrValue::ListInt(perm.to_vec()))],
@@ -74,7 +79,8 @@ pub struct Step {
 impl Step {
     /// Runs the kernel; output 0 must be produced.
     pub fn run(&self, inputs: &[Option<TensorRef<'_>>], threads: usize) -> KernelResult<Tensor> {
-        let refs: Vec<Option<ValueRef<'_>>> = inputs.iter().map(|t| t.map(ValueRef::Tensor)).collect();
+        let refs: Vec<Option<ValueRef<'_>>> =
+            inputs.iter().map(|t| t.map(ValueRef::Tensor)).collect();
         let mut sink = OwnedOutputs::new(1);
         {
             let mut ctx = KernelCtx::new(&refs, &mut sink).with_threads(threads);

@@ -15,7 +15,10 @@ use rge_runtime::{Model, Session, SessionOptions};
 use serde_json::Value as Json;
 
 fn cases() -> Vec<Json> {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../rge-cpu-tf/tests/data/cases.json");
+    let p = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rge-cpu-tf/tests/data/cases.json"
+    );
     let j: Json = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
     j["cases"].as_array().unwrap().clone()
 }
@@ -38,11 +41,21 @@ fn dtype(s: &str) -> DataType {
 }
 
 fn dims(t: &Json) -> Vec<i64> {
-    t["shape"].as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect()
+    t["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_i64().unwrap())
+        .collect()
 }
 
 fn f64s(t: &Json) -> Vec<f64> {
-    t["data"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
+    t["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
 }
 
 /// The IR tensor of a case tensor.
@@ -66,10 +79,18 @@ fn value(t: &Json) -> Value {
     let s: Vec<usize> = dims(t).iter().map(|&d| d as usize).collect();
     let d = f64s(t);
     let k = match t["dtype"].as_str().unwrap() {
-        "float32" => rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v as f32).collect::<Vec<_>>()),
-        "int32" => rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v as i32).collect::<Vec<_>>()),
-        "int64" => rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v as i64).collect::<Vec<_>>()),
-        "bool" => rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v != 0.0).collect::<Vec<_>>()),
+        "float32" => {
+            rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v as f32).collect::<Vec<_>>())
+        }
+        "int32" => {
+            rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v as i32).collect::<Vec<_>>())
+        }
+        "int64" => {
+            rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v as i64).collect::<Vec<_>>())
+        }
+        "bool" => {
+            rge_kernels::Tensor::from_vec(&s, d.iter().map(|&v| v != 0.0).collect::<Vec<_>>())
+        }
         other => panic!("dtype {other}"),
     };
     Value::from(k.unwrap())
@@ -82,7 +103,13 @@ fn attr(v: &Json) -> AttrValue {
         "i" => AttrValue::Int(x.as_i64().unwrap()),
         "f" => AttrValue::Float(x.as_f64().unwrap() as f32),
         "b" => AttrValue::Bool(x.as_bool().unwrap()),
-        "ints" => AttrValue::ListInt(x.as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect()),
+        "ints" => AttrValue::ListInt(
+            x.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect(),
+        ),
         "dt" => AttrValue::DataType(dtype(x.as_str().unwrap())),
         // A ge::DataType int, as older GE dumps write dtype attrs.
         "dt_int" => AttrValue::Int(x.as_i64().unwrap()),
@@ -103,9 +130,14 @@ fn graph(c: &Json, edit: &dyn Fn(&mut OpDesc)) -> ComputeGraph {
     let mut g = ComputeGraph::new(c["name"].as_str().unwrap());
     let mut ids = std::collections::HashMap::new();
     for (i, f) in c["feeds"].as_array().unwrap().iter().enumerate() {
-        let d = TensorDesc::with_shape_dtype(Shape::from_slice(&dims(f)), dtype(f["dtype"].as_str().unwrap()));
+        let d = TensorDesc::with_shape_dtype(
+            Shape::from_slice(&dims(f)),
+            dtype(f["dtype"].as_str().unwrap()),
+        );
         let name = f["name"].as_str().unwrap();
-        let mut op = OpDesc::new(name, "Data").with_input("x", d.clone()).with_output("y", d);
+        let mut op = OpDesc::new(name, "Data")
+            .with_input("x", d.clone())
+            .with_output("y", d);
         op.attrs_mut().set("index", i as i64);
         let n = g.add_root_node(op).unwrap();
         g.add_input_node(n).unwrap();
@@ -166,7 +198,9 @@ fn tmp(name: &str) -> PathBuf {
 /// The graph as a GE ModelDef file, read back the way `rge run` reads one.
 fn through_ge_file(g: ComputeGraph) -> ComputeGraph {
     let path = tmp(&format!("{}.pb", g.name()));
-    GeModel::new(g).write_binary(&path, &WriteOptions::default()).unwrap();
+    GeModel::new(g)
+        .write_binary(&path, &WriteOptions::default())
+        .unwrap();
     let (m, _) = rge::model::load(&path).unwrap();
     m.graph().clone()
 }
@@ -181,7 +215,9 @@ fn session(exclude: Option<&str>) -> Session {
 }
 
 fn compile(c: &Json) -> Model {
-    session(None).compile_graph(through_ge_file(graph(c, &|_| {}))).unwrap()
+    session(None)
+        .compile_graph(through_ge_file(graph(c, &|_| {})))
+        .unwrap()
 }
 
 fn engine_of(m: &Model, name: &str) -> String {
@@ -207,12 +243,20 @@ fn check(name: &str) {
     }
     let out = m.run(&feeds(&c)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let atol = c["atol"].as_f64().unwrap();
-    for (i, (o, want)) in out.iter().zip(c["expected"].as_array().unwrap()).enumerate() {
+    for (i, (o, want)) in out
+        .iter()
+        .zip(c["expected"].as_array().unwrap())
+        .enumerate()
+    {
         let got = o.as_tensor().unwrap();
         let what = format!("{name} output {i} ({})", c["outputs"][i]);
         let shape: Vec<usize> = dims(want).iter().map(|&d| d as usize).collect();
         assert_eq!(got.shape(), shape.as_slice(), "{what}: shape");
-        assert_eq!(got.dtype().to_ir(), dtype(want["dtype"].as_str().unwrap()), "{what}: dtype");
+        assert_eq!(
+            got.dtype().to_ir(),
+            dtype(want["dtype"].as_str().unwrap()),
+            "{what}: dtype"
+        );
         let got = got.view().to_f64_vec().unwrap();
         let want = f64s(want);
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -263,7 +307,12 @@ fn matrix_products_with_transpose_and_adjoint() {
 fn strided_slice_with_all_five_masks() {
     let names: Vec<String> = cases()
         .iter()
-        .filter_map(|c| c["name"].as_str().filter(|n| n.starts_with("strided_slice_")).map(String::from))
+        .filter_map(|c| {
+            c["name"]
+                .as_str()
+                .filter(|n| n.starts_with("strided_slice_"))
+                .map(String::from)
+        })
         .collect();
     assert!(names.len() >= 8);
     for n in names {
@@ -346,24 +395,91 @@ fn refused(name: &str, node: &str, edit: &dyn Fn(&mut OpDesc), what: &str) {
 
 #[test]
 fn bad_attributes_are_errors_naming_the_node() {
-    let set = |k: &'static str, v: AttrValue| move |op: &mut OpDesc| {
-        op.attrs_mut().set(k, v.clone());
+    let set = |k: &'static str, v: AttrValue| {
+        move |op: &mut OpDesc| {
+            op.attrs_mut().set(k, v.clone());
+        }
     };
     let ints = |v: &[i64]| AttrValue::ListInt(v.to_vec());
-    refused("conv_nhwc_same_stride2", "conv", &set("data_format", "NDHWC".into()), "data_format");
-    refused("conv_nhwc_same_stride2", "conv", &set("strides", ints(&[1, 0, 1, 1])), "strides");
-    refused("conv_nhwc_same_stride2", "conv", &set("strides", ints(&[1, 1])), "4 elements");
-    refused("conv_nhwc_same_stride2", "conv", &set("strides", ints(&[2, 1, 1, 1])), "batch");
-    refused("conv_nhwc_same_stride2", "conv", &set("padding", "FULL".into()), "padding");
-    refused("conv_nhwc_same_stride2", "conv", &set("padding", "EXPLICIT".into()), "explicit_paddings");
-    refused("depthwise_nhwc_same", "dw", &set("dilations", ints(&[1, 1, 1])), "dilations");
-    refused("avgpool_nhwc_same", "p", &set("ksize", ints(&[1, 0, 2, 1])), "ksize");
-    refused("strided_slice_basic", "ss", &set("begin_mask", AttrValue::Int(0b1000)), "begin_mask");
-    refused("strided_slice_basic", "ss", &set("ellipsis_mask", AttrValue::Int(0b011)), "ellipsis");
-    refused("resize_half", "bl", &set("align_corners", AttrValue::Bool(true)), "align_corners");
+    refused(
+        "conv_nhwc_same_stride2",
+        "conv",
+        &set("data_format", "NDHWC".into()),
+        "data_format",
+    );
+    refused(
+        "conv_nhwc_same_stride2",
+        "conv",
+        &set("strides", ints(&[1, 0, 1, 1])),
+        "strides",
+    );
+    refused(
+        "conv_nhwc_same_stride2",
+        "conv",
+        &set("strides", ints(&[1, 1])),
+        "4 elements",
+    );
+    refused(
+        "conv_nhwc_same_stride2",
+        "conv",
+        &set("strides", ints(&[2, 1, 1, 1])),
+        "batch",
+    );
+    refused(
+        "conv_nhwc_same_stride2",
+        "conv",
+        &set("padding", "FULL".into()),
+        "padding",
+    );
+    refused(
+        "conv_nhwc_same_stride2",
+        "conv",
+        &set("padding", "EXPLICIT".into()),
+        "explicit_paddings",
+    );
+    refused(
+        "depthwise_nhwc_same",
+        "dw",
+        &set("dilations", ints(&[1, 1, 1])),
+        "dilations",
+    );
+    refused(
+        "avgpool_nhwc_same",
+        "p",
+        &set("ksize", ints(&[1, 0, 2, 1])),
+        "ksize",
+    );
+    refused(
+        "strided_slice_basic",
+        "ss",
+        &set("begin_mask", AttrValue::Int(0b1000)),
+        "begin_mask",
+    );
+    refused(
+        "strided_slice_basic",
+        "ss",
+        &set("ellipsis_mask", AttrValue::Int(0b011)),
+        "ellipsis",
+    );
+    refused(
+        "resize_half",
+        "bl",
+        &set("align_corners", AttrValue::Bool(true)),
+        "align_corners",
+    );
     refused("pads", "refl", &set("mode", "WRAP".into()), "mode");
-    refused("array_ops", "cast", &set("DstT", AttrValue::Int(9999)), "DstT");
-    refused("bias_add_nchw", "ba", &set("data_format", "CHWN".into()), "data_format");
+    refused(
+        "array_ops",
+        "cast",
+        &set("DstT", AttrValue::Int(9999)),
+        "DstT",
+    );
+    refused(
+        "bias_add_nchw",
+        "ba",
+        &set("data_format", "CHWN".into()),
+        "data_format",
+    );
 }
 
 #[test]
@@ -387,5 +503,8 @@ fn bad_slice_inputs_are_errors_naming_the_node() {
         .err()
         .expect("a zero stride accepted")
         .to_string();
-    assert!(err.contains("ss") && err.contains("strides[1] is 0"), "{err}");
+    assert!(
+        err.contains("ss") && err.contains("strides[1] is 0"),
+        "{err}"
+    );
 }

@@ -225,7 +225,11 @@ fn pad(ctx: &mut InferCtx<'_>) -> OpResult<()> {
             bail!("paddings of dim {k} ({b}, {a}) must be ≥ 0");
         }
         if ctx.op_type() == "MirrorPad" && *o >= 0 {
-            let lim = if ctx.attr_str("mode")? == "REFLECT" { *o - 1 } else { *o };
+            let lim = if ctx.attr_str("mode")? == "REFLECT" {
+                *o - 1
+            } else {
+                *o
+            };
             if b > lim || a > lim {
                 bail!("paddings of dim {k} ({b}, {a}) exceed {lim} for a dim of {o}");
             }
@@ -264,7 +268,11 @@ fn transpose(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         return Ok(());
     };
     if perm.len() != d.len() {
-        bail!("perm {perm:?} has {} entries for rank {}", perm.len(), d.len());
+        bail!(
+            "perm {perm:?} has {} entries for rank {}",
+            perm.len(),
+            d.len()
+        );
     }
     let p = norm_axes(&perm, d.len())?;
     let out: Vec<i64> = p.iter().map(|&a| d[a]).collect();
@@ -433,7 +441,11 @@ fn fill(ctx: &mut InferCtx<'_>) -> OpResult<()> {
 
 fn range(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let dt = ctx.input(0)?.dtype;
-    let vals = (scalar_f64(ctx, 0)?, scalar_f64(ctx, 1)?, scalar_f64(ctx, 2)?);
+    let vals = (
+        scalar_f64(ctx, 0)?,
+        scalar_f64(ctx, 1)?,
+        scalar_f64(ctx, 2)?,
+    );
     let (Some(s), Some(l), Some(d)) = vals else {
         ctx.set_output_dims(0, dt, &[-1]);
         return Ok(());

@@ -47,7 +47,11 @@ fn int_fold(op: &str) -> Option<fn(i64, i64) -> Option<i64>> {
 /// Integer division rounding toward negative infinity (TF's FloorDiv).
 pub fn floor_div(a: i64, b: i64) -> Option<i64> {
     let q = a.checked_div(b)?;
-    Some(if a % b != 0 && (a < 0) != (b < 0) { q - 1 } else { q })
+    Some(if a % b != 0 && (a < 0) != (b < 0) {
+        q - 1
+    } else {
+        q
+    })
 }
 
 fn binary(ctx: &mut InferCtx<'_>) -> OpResult<()> {

@@ -81,10 +81,7 @@ pub(crate) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
 
 /// A dtype attribute of the TF dialect (`DstT`, `out_type`, `Tidx`): a typed data type, or a
 /// `ge::DataType` int as older GE dumps write it (SOURCES.md fact 4).
-pub fn dtype_attr(
-    attrs: &rge_ir::AttrMap,
-    name: &str,
-) -> Result<Option<rge_ir::DataType>, String> {
+pub fn dtype_attr(attrs: &rge_ir::AttrMap, name: &str) -> Result<Option<rge_ir::DataType>, String> {
     match attrs.get(name) {
         None => Ok(None),
         Some(rge_ir::AttrValue::DataType(d)) => Ok(Some(*d)),
@@ -105,12 +102,7 @@ pub fn flag(attrs: &rge_ir::AttrMap, names: &[&str]) -> Result<bool, String> {
             None => continue,
             Some(rge_ir::AttrValue::Bool(b)) => return Ok(*b),
             Some(rge_ir::AttrValue::Int(i)) => return Ok(*i != 0),
-            Some(v) => {
-                return Err(format!(
-                    "attribute `{n}` is {}, not a bool",
-                    v.kind_name()
-                ))
-            }
+            Some(v) => return Err(format!("attribute `{n}` is {}, not a bool", v.kind_name())),
         }
     }
     Ok(false)

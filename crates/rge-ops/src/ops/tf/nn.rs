@@ -50,7 +50,11 @@ fn conv2d(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     };
     let depthwise = ctx.op_type() == "DepthwiseConv2dNative";
     let out_c = if depthwise {
-        merge_dim(c, f[2], "the filter's channel dim (2) must equal the input's channels")?;
+        merge_dim(
+            c,
+            f[2],
+            "the filter's channel dim (2) must equal the input's channels",
+        )?;
         if f[2] >= 0 && f[3] >= 0 {
             f[2] * f[3]
         } else {
@@ -94,7 +98,11 @@ fn bias_add(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         if d.len() < 2 {
             bail!("value must have rank ≥ 2, got shape {}", fmt_dims(d));
         }
-        let c = if f == DataFormat::Nchw { d[1] } else { d[d.len() - 1] };
+        let c = if f == DataFormat::Nchw {
+            d[1]
+        } else {
+            d[d.len() - 1]
+        };
         merge_dim(c, *nb, "the bias length must equal the channel dim")?;
     }
     ctx.set_output(0, x.dtype, x.shape);
@@ -269,10 +277,22 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         )?;
     }
     for (name, attrs) in [
-        ("MatMul", "transpose_a:int=0, transpose_b:int=0, transpose_x1:int=0, transpose_x2:int=0"),
-        ("MatMulV2", "transpose_a:int=0, transpose_b:int=0, transpose_x1:int=0, transpose_x2:int=0"),
-        ("BatchMatMul", "adj_x:int=0, adj_y:int=0, adj_x1:int=0, adj_x2:int=0"),
-        ("BatchMatMulV2", "adj_x:int=0, adj_y:int=0, adj_x1:int=0, adj_x2:int=0"),
+        (
+            "MatMul",
+            "transpose_a:int=0, transpose_b:int=0, transpose_x1:int=0, transpose_x2:int=0",
+        ),
+        (
+            "MatMulV2",
+            "transpose_a:int=0, transpose_b:int=0, transpose_x1:int=0, transpose_x2:int=0",
+        ),
+        (
+            "BatchMatMul",
+            "adj_x:int=0, adj_y:int=0, adj_x1:int=0, adj_x2:int=0",
+        ),
+        (
+            "BatchMatMulV2",
+            "adj_x:int=0, adj_y:int=0, adj_x1:int=0, adj_x2:int=0",
+        ),
     ] {
         add(
             b,

@@ -247,6 +247,8 @@ mod tests {
             begin: 0b100,
             ..Default::default()
         };
-        assert!(plan(&[2], &[0], &[1], &[1], m).unwrap_err().contains("past"));
+        assert!(plan(&[2], &[0], &[1], &[1], m)
+            .unwrap_err()
+            .contains("past"));
     }
 }

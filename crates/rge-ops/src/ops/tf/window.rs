@@ -66,7 +66,10 @@ fn attr_str<'a>(attrs: &'a AttrMap, name: &str) -> Result<Option<&'a str>, Strin
         Some(AttrValue::Bytes(b)) => std::str::from_utf8(b)
             .map(Some)
             .map_err(|_| format!("attribute `{name}` is not UTF-8")),
-        Some(v) => Err(format!("attribute `{name}` is {}, not a string", v.kind_name())),
+        Some(v) => Err(format!(
+            "attribute `{name}` is {}, not a string",
+            v.kind_name()
+        )),
     }
 }
 
@@ -127,7 +130,12 @@ impl Window {
                     ));
                 }
                 let (h, w, c) = format.axes();
-                if p.iter().any(|&x| x < 0) || p[0] != 0 || p[1] != 0 || p[2 * c] != 0 || p[2 * c + 1] != 0 {
+                if p.iter().any(|&x| x < 0)
+                    || p[0] != 0
+                    || p[1] != 0
+                    || p[2 * c] != 0
+                    || p[2 * c + 1] != 0
+                {
                     return Err(format!(
                         "attribute `explicit_paddings` {p:?}: entries must be ≥ 0 and the batch and channel pads 0"
                     ));
@@ -146,8 +154,8 @@ impl Window {
                 }
                 Some(p) => {
                     return Err(format!(
-                        "attribute `pads` must be 4 values ≥ 0 [top, bottom, left, right], got {p:?}"
-                    ))
+                    "attribute `pads` must be 4 values ≥ 0 [top, bottom, left, right], got {p:?}"
+                ))
                 }
                 None => return Err("required attribute `padding` is missing".into()),
             },
