@@ -345,7 +345,8 @@ def resize_nearest(x, oh, ow, align, half):
     def src(i, o):
         s = tf_scale(i, o, align)
         v = (np.arange(o) + 0.5) * s if half else np.arange(o) * s
-        v = np.round(v) if align else np.floor(v)
+        # TF rounds half away from zero (roundf), not to even as np.round does.
+        v = np.floor(v + 0.5) if align else np.floor(v)
         return np.minimum(v.astype(int), i - 1)
     return x[:, src(h, oh)][:, :, src(w, ow)]
 

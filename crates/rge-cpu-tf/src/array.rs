@@ -379,11 +379,7 @@ fn reshape_dims(shape: &[i64], total: usize) -> KernelResult<Vec<usize>> {
         .iter()
         .map(|&d| {
             if d == -1 {
-                if known == 0 {
-                    0
-                } else {
-                    total / known
-                }
+                total.checked_div(known).unwrap_or(0)
             } else {
                 d as usize
             }
@@ -420,7 +416,8 @@ fn range(ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         )));
     }
     let n = ((b - a) / c).abs().ceil();
-    if !(n <= MAX_OUTPUT as f64) {
+    // NaN (a NaN bound) fails the test too.
+    if n.is_nan() || n > MAX_OUTPUT as f64 {
         return Err(invalid(format!(
             "the range has {n} elements, over the limit"
         )));

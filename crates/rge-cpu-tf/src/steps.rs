@@ -115,7 +115,7 @@ pub fn put_reshaped(
 
 /// The bytes per element of `dt`, for the kernels that move elements without reading them.
 pub fn elem_bytes(dt: DType) -> KernelResult<usize> {
-    if dt.is_string() || dt.bits() % 8 != 0 {
+    if dt.is_string() || !dt.bits().is_multiple_of(8) {
         return Err(KernelError::unsupported(format!(
             "{} elements cannot be moved bytewise",
             dt.name()

@@ -255,6 +255,7 @@ impl Lowering<'_> {
 
     /// Pushes a control step of node `n` with existing slots; an output slot that already has
     /// a producer records this step as an extra writer.
+    #[allow(clippy::too_many_arguments)]
     fn flow_step(
         &mut self,
         n: NodeId,
@@ -781,8 +782,10 @@ impl Lowering<'_> {
             if i < op.output_count() {
                 vars.push(self.node_output_slot(n, i)?);
             } else {
-                let src = parent[i]
-                    .ok_or_else(|| lower_err(graph, n, format!("input {i} is not connected")))?;
+                let src =
+                    parent.get(i).copied().flatten().ok_or_else(|| {
+                        lower_err(graph, n, format!("input {i} is not connected"))
+                    })?;
                 let s = &self.slots[src as usize];
                 let (dt, sh) = (
                     s.dtype.unwrap_or(DType::Float),
@@ -849,10 +852,10 @@ fn check_predicate(cx: &Lowering<'_>, n: NodeId, slot: u32, mode: SwitchMode) ->
     let count: usize = shape.iter().product();
     let bad = match mode {
         SwitchMode::OnnxIf => {
-            (dt != DType::Bool || count != 1).then(|| "a bool tensor of one element")
+            (dt != DType::Bool || count != 1).then_some("a bool tensor of one element")
         }
         SwitchMode::Case { .. } => (!matches!(dt, DType::Int32 | DType::Int64) || count != 1)
-            .then(|| "an int32 or int64 scalar"),
+            .then_some("an int32 or int64 scalar"),
         SwitchMode::GeTruthy => None,
     };
     match bad {

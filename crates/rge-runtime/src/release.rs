@@ -49,7 +49,8 @@ impl TakenConsts {
             if let Some(AttrValue::Tensor(t)) = op.attrs_mut().remove("value") {
                 values.insert(n, *t);
             }
-            op.attrs_mut().set("value", AttrValue::Tensor(Box::new(empty)));
+            op.attrs_mut()
+                .set("value", AttrValue::Tensor(Box::new(empty)));
         }
         TakenConsts {
             values: RefCell::new(values),

@@ -335,9 +335,9 @@ pub unsafe fn binary<S: Simd>(s: S, op: BinOp, a: Operand, b: Operand, y: *mut f
         BinOp::PRelu => go!(|p, q| s.select(s.lt(p, s.splat(0.0)), s.mul(p, q), p)),
         // Exponents with an exact vector form (the same bits as powf); others call powf.
         BinOp::Pow => match b {
-            Operand::Scalar(e) if e == 1.0 => go!(|p, _q| p),
-            Operand::Scalar(e) if e == 2.0 => go!(|p, _q| s.mul(p, p)),
-            Operand::Scalar(e) if e == -1.0 => go!(|p, _q| s.div(s.splat(1.0), p)),
+            Operand::Scalar(1.0) => go!(|p, _q| p),
+            Operand::Scalar(2.0) => go!(|p, _q| s.mul(p, p)),
+            Operand::Scalar(-1.0) => go!(|p, _q| s.div(s.splat(1.0), p)),
             // SAFETY: this function's contract (n floats at each pointer and at y).
             _ => unsafe { pow_loop(a, b, y, n) },
         },
