@@ -509,8 +509,31 @@ fn pack_conv_w(init: &KernelInit<'_>, group: usize) -> KernelResult<Option<Vec<P
     })
 }
 
-/// Floats of one im2col tile (256 KiB: it stays in L2 while the GEMM packs it).
-const IM2COL_TILE_FLOATS: usize = 64 * 1024;
+/// Floats of one im2col tile (1 MiB: it stays in a 2 MiB L2 while the GEMM packs it).
+const IM2COL_TILE_FLOATS: usize = 256 * 1024;
+
+/// Multiply-adds of one convolution group below which its tiles do not run in parallel.
+const PAR_TILE_WORK: usize = 1 << 20;
+
+thread_local! {
+    /// Each thread's im2col matrix, reused across tiles and runs (the GEMM driver's packing
+    /// buffers are kept the same way).
+    static IM2COL_BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on this thread's im2col buffer of at least `len` floats (a fresh one when it is in
+/// use, as by a nested call).
+fn with_im2col_buf<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    IM2COL_BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < len {
+                buf.resize(len, 0.0);
+            }
+            f(&mut buf[..len])
+        }
+        Err(_) => f(&mut vec![0.0f32; len]),
+    })
+}
 
 /// Writes output columns `[c0, c0 + cols)` of the im2col matrix of one group's image `x`
 /// (`[cin_g, h, w]`) into `col` (`[cin_g·kh·kw, cols]`).
@@ -689,49 +712,44 @@ impl Kernel for ConvKernel {
             && g.pad_left == 0
             && g.oh == h
             && g.ow == wd;
-        // im2col by tiles of output columns, so the tile the GEMM packs from stays in L2.
-        let tile = if pointwise {
+        // im2col by tiles of output columns (each tile's matrix stays in L2 while the GEMM
+        // packs it). With several threads the tiles run in parallel, each with its own im2col
+        // and a one-thread GEMM: splitting each tile's small GEMM instead left the im2col on
+        // one thread and synchronized the threads once per tile.
+        let t = threads.max(1);
+        let tile_max = if pointwise {
             ohw
         } else {
-            (IM2COL_TILE_FLOATS / kk.max(1)).clamp(64, ohw.max(64)) / 32 * 32
-        }
-        .min(ohw)
-        .max(1);
-        let mut col = if pointwise {
-            Vec::new()
-        } else {
-            vec![0.0f32; kk * tile]
+            (IM2COL_TILE_FLOATS / kk.max(1)).max(128) / 32 * 32
         };
+        let work = cout_g.saturating_mul(ohw).saturating_mul(kk);
+        let parallel = t > 1 && ohw >= 64 * t && work >= PAR_TILE_WORK;
+        let mut tiles = ohw.div_ceil(tile_max.max(1));
+        if parallel {
+            tiles = tiles.div_ceil(t) * t;
+        }
+        let tile = ohw.div_ceil(tiles).next_multiple_of(16).min(ohw).max(1);
         for n in 0..nb {
             for gi in 0..grp {
                 let xg =
                     &xv[(n * cin + gi * cin_g) * h * wd..(n * cin + (gi + 1) * cin_g) * h * wd];
-                let a_op = match &self.packed_w {
-                    Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
-                    _ => AOperand::Raw {
-                        data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
-                        ld: kk,
-                        trans: false,
-                    },
-                };
                 let first = (n * cout + gi * cout_g) * ohw;
                 let bias_g = bias.map(|b| &b[gi * cout_g..(gi + 1) * cout_g]);
-                let mut c0 = 0;
-                while c0 < ohw {
-                    let cols = tile.min(ohw - c0);
-                    let b_op = if pointwise {
-                        BOperand::Raw {
-                            data: xg,
-                            ld: ohw,
+                // One tile: columns [c0, c0 + cols) of this group's output into `c` (row
+                // stride `ldc`), on `th` threads.
+                let run_tile = |c0: usize,
+                                cols: usize,
+                                c: &mut [f32],
+                                ldc: usize,
+                                th: usize|
+                 -> KernelResult<()> {
+                    let a_op = match &self.packed_w {
+                        Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
+                        _ => AOperand::Raw {
+                            data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
+                            ld: kk,
                             trans: false,
-                        }
-                    } else {
-                        im2col_tile(xg, cin_g, &g, c0, cols, &mut col);
-                        BOperand::Raw {
-                            data: &col,
-                            ld: cols,
-                            trans: false,
-                        }
+                        },
                     };
                     let mut epi = Epilogue::activation(self.activation);
                     if let Some(b) = bias_g {
@@ -741,9 +759,52 @@ impl Kernel for ConvKernel {
                         epi = epi.with_residual(&z[first + c0..first + cout_g * ohw], ohw);
                     }
                     let p = GemmParams::new(cout_g, cols, kk);
-                    let c = &mut out[first + c0..first + cout_g * ohw];
-                    gemm::sgemm(&p, a_op, b_op, c, ohw, &epi, threads).map_err(gemm_err)?;
-                    c0 += cols;
+                    if pointwise {
+                        let b_op = BOperand::Raw {
+                            data: &xg[c0..],
+                            ld: ohw,
+                            trans: false,
+                        };
+                        return gemm::sgemm(&p, a_op, b_op, c, ldc, &epi, th).map_err(gemm_err);
+                    }
+                    with_im2col_buf(kk * cols, |col| {
+                        im2col_tile(xg, cin_g, &g, c0, cols, col);
+                        let b_op = BOperand::Raw {
+                            data: col,
+                            ld: cols,
+                            trans: false,
+                        };
+                        gemm::sgemm(&p, a_op, b_op, c, ldc, &epi, th).map_err(gemm_err)
+                    })
+                };
+                if parallel {
+                    use rayon::prelude::*;
+                    let parts = (0..tiles)
+                        .into_par_iter()
+                        .with_max_len(1)
+                        .filter(|&ti| ti * tile < ohw)
+                        .map(|ti| {
+                            let c0 = ti * tile;
+                            let cols = tile.min(ohw - c0);
+                            let mut c = vec![0.0f32; cout_g * cols];
+                            run_tile(c0, cols, &mut c, cols, 1).map(|()| (c0, c))
+                        })
+                        .collect::<KernelResult<Vec<_>>>()?;
+                    let dst = &mut out[first..first + cout_g * ohw];
+                    for (c0, c) in parts {
+                        let cols = c.len() / cout_g;
+                        for (row, part) in dst.chunks_mut(ohw).zip(c.chunks(cols)) {
+                            row[c0..c0 + cols].copy_from_slice(part);
+                        }
+                    }
+                } else {
+                    let mut c0 = 0;
+                    while c0 < ohw {
+                        let cols = tile.min(ohw - c0);
+                        let c = &mut out[first + c0..first + cout_g * ohw];
+                        run_tile(c0, cols, c, ohw, threads)?;
+                        c0 += cols;
+                    }
                 }
             }
         }

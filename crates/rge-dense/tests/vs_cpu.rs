@@ -398,6 +398,22 @@ fn bad_shapes_are_errors_not_panics() {
 }
 
 #[test]
+fn large_pointwise_convs_split_columns_over_threads() {
+    // 1×1, stride 1: no im2col; on 2 threads the columns are split into parallel tiles.
+    let c = Case {
+        op: "Conv",
+        attrs: AttrMap::new(),
+        inputs: vec![
+            Some(tensor(&[2, 96, 29, 31], 14)),
+            Some(tensor(&[40, 96, 1, 1], 15)),
+            Some(tensor(&[40], 16)),
+        ],
+    };
+    check(&c, rge_dense::kernels::create_conv).unwrap();
+}
+
+/// On 2 threads these also run their tiles in parallel (one-thread GEMM per tile).
+#[test]
 fn large_convs_run_in_im2col_tiles() {
     // K = 64·3·3 = 576 values per column: the im2col is done in many column tiles.
     for (stride, pad) in [(1usize, 1usize), (2, 1), (1, 0)] {
