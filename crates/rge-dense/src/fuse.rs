@@ -13,6 +13,9 @@
 //!   graph output; a near miss (wrong broadcast axis, a second reader, another dtype) is left
 //!   as it is.
 //!
+//! - **Transposed B** (`fuse_transpose.rs`): `MatMul(A, Transpose(B))` swapping B's last two
+//!   dims becomes a FusedMatMul with `transB = 1`.
+//!
 //! Each rewrite is recorded on the new node (`_rge_fused`: the node names it replaced), which
 //! `rge explain` shows.
 
@@ -51,6 +54,10 @@ impl GraphOptimizer for DenseFusion {
         while let Some(p) = next_epilogue(graph.graph()).map_err(err)? {
             graph.apply(p)?;
         }
+        // After the epilogues: a FusedMatMul takes a transposed B as well as a MatMul does.
+        while let Some(p) = crate::fuse_transpose::next_transposed_b(graph.graph()).map_err(err)? {
+            graph.apply(p)?;
+        }
         Ok(())
     }
 }
@@ -67,13 +74,13 @@ fn const_input(g: &ComputeGraph, n: NodeId, i: usize) -> Option<(NodeId, Tensor)
     Some((src.node, t))
 }
 
-fn producer(g: &ComputeGraph, n: NodeId, i: usize) -> Option<OutAnchor> {
+pub(crate) fn producer(g: &ComputeGraph, n: NodeId, i: usize) -> Option<OutAnchor> {
     g.node(n)?.peer_of_input(i)
 }
 
 /// The only reader of output `o` of `n` (none when it has several, none, control readers,
 /// or is a graph output).
-fn single_reader(g: &ComputeGraph, n: NodeId, o: usize) -> Option<(NodeId, usize)> {
+pub(crate) fn single_reader(g: &ComputeGraph, n: NodeId, o: usize) -> Option<(NodeId, usize)> {
     let node = g.node(n)?;
     let readers = node.peers_of_output(o);
     let gid = g.graph_of(n)?;
@@ -83,13 +90,13 @@ fn single_reader(g: &ComputeGraph, n: NodeId, o: usize) -> Option<(NodeId, usize
     Some((readers[0].node, readers[0].index.max(0) as usize))
 }
 
-fn is_f32_out(g: &ComputeGraph, n: NodeId) -> bool {
+pub(crate) fn is_f32_out(g: &ComputeGraph, n: NodeId) -> bool {
     g.op(n)
         .and_then(|o| o.output(0))
         .is_some_and(|d| d.dtype() == DataType::Float)
 }
 
-fn has_control(g: &ComputeGraph, n: NodeId) -> bool {
+pub(crate) fn has_control(g: &ComputeGraph, n: NodeId) -> bool {
     g.node(n)
         .is_some_and(|nd| !nd.in_ctrl_peers().is_empty() || !nd.out_ctrl_peers().is_empty())
 }

@@ -60,6 +60,8 @@ pub struct MatMulKernel {
     /// B packed when it is a constant matrix.
     packed_b: Option<PackedB>,
     activation: Activation,
+    /// FusedMatMul's `transB`: B's last two dims are swapped (B is `[…, n, k]`).
+    trans_b: bool,
 }
 
 /// The attribute a compiled MatMul or Gemm keeps its packed B in.
@@ -69,14 +71,21 @@ pub const PACKED_W_ATTR: &str = "_rge_packed_w";
 
 /// MatMul's B packed, when it is a constant matrix.
 fn pack_matmul_b(init: &KernelInit<'_>) -> KernelResult<Option<PackedB>> {
+    let trans = trans_b(init)?;
     match init.constant(1) {
         Some(b) if b.shape().len() == 2 => {
-            let (k, n) = (b.shape()[0], b.shape()[1]);
+            let (r, c) = (b.shape()[0], b.shape()[1]);
+            let (k, n) = if trans { (c, r) } else { (r, c) };
             let data = b.as_slice::<f32>()?;
-            Ok(Some(PackedB::pack(data, k, n, n, false).map_err(gemm_err)?))
+            Ok(Some(PackedB::pack(data, k, n, c, trans).map_err(gemm_err)?))
         }
         _ => Ok(None),
     }
+}
+
+/// FusedMatMul's `transB` (MatMul has none).
+fn trans_b(init: &KernelInit<'_>) -> KernelResult<bool> {
+    Ok(init.int_or("transB", 0)? != 0)
 }
 
 /// The packed B a compiled model recorded (checked), else packed from the constant now.
@@ -110,6 +119,7 @@ pub fn create_matmul(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(MatMulKernel {
         packed_b: packed_b_of(init, pack_matmul_b)?,
         activation: activation(init)?,
+        trans_b: trans_b(init)?,
     }))
 }
 
@@ -156,14 +166,20 @@ impl Kernel for MatMulKernel {
         } else {
             (sa[sa.len() - 2], sa[sa.len() - 1])
         };
-        let (kb, n) = if sb.len() == 1 {
-            (sb[0], 1)
-        } else {
-            (sb[sb.len() - 2], sb[sb.len() - 1])
+        let (kb, n) = match (sb.len(), self.trans_b) {
+            (1, false) => (sb[0], 1),
+            (1, true) => {
+                return Err(KernelError::invalid(format!(
+                    "transB with a B of shape {sb:?}: needs rank 2 or more"
+                )))
+            }
+            (r, false) => (sb[r - 2], sb[r - 1]),
+            (r, true) => (sb[r - 1], sb[r - 2]),
         };
         if k != kb {
             return Err(KernelError::invalid(format!(
-                "MatMul shapes {sa:?} and {sb:?}: inner dims {k} and {kb} differ"
+                "MatMul shapes {sa:?} and {sb:?} (transB {}): inner dims {k} and {kb} differ",
+                self.trans_b
             )));
         }
         let ba = &sa[..sa.len().saturating_sub(2)];
@@ -216,8 +232,8 @@ impl Kernel for MatMulKernel {
             Some(p) => BOperand::Packed(p),
             None => BOperand::Raw {
                 data: &bv[off * k * n..(off + 1) * k * n],
-                ld: n,
-                trans: false,
+                ld: if self.trans_b { k } else { n },
+                trans: self.trans_b,
             },
         };
         let epi = |z_off: usize| {

@@ -12,6 +12,7 @@ pub mod depthwise;
 pub mod einsum;
 pub mod engine;
 pub mod fuse;
+pub mod fuse_transpose;
 pub mod gemm;
 pub mod kernels;
 

@@ -319,3 +319,99 @@ fn explain_says_what_was_fused() {
         "{notes}"
     );
 }
+
+#[test]
+fn a_transposed_b_is_read_by_the_gemm_not_transposed_each_run() {
+    // x · wᵀ with a constant w (GPT-2's tied head): no Transpose step, the same outputs.
+    let head = model(
+        vec![
+            node(
+                "Transpose",
+                "wt",
+                &["w"],
+                &["t"],
+                vec![ints("perm", &[1, 0])],
+            ),
+            node("MatMul", "head", &["x", "t"], &["y"], vec![]),
+        ],
+        vec![vi("x", 1, &[2, 5, 8])],
+        vi("y", 1, &[2, 5, 6]),
+        vec![init("w", &[6, 8], 3)],
+    );
+    // (A weight this small is folded instead; large ones are not, and reach the rewrite.)
+    let types = compile_both(&head, &[(1, vec![2, 5, 8])]);
+    assert!(!types.contains(&"Transpose".to_string()), "{types:?}");
+    // Q · Kᵀ over batches of computed matrices (attention scores), default perm for a matrix.
+    let scores = model(
+        vec![
+            node(
+                "Transpose",
+                "kt",
+                &["k"],
+                &["t"],
+                vec![ints("perm", &[0, 1, 3, 2])],
+            ),
+            node("MatMul", "qk", &["q", "t"], &["y"], vec![]),
+        ],
+        vec![vi("q", 1, &[2, 3, 4, 8]), vi("k", 1, &[2, 3, 5, 8])],
+        vi("y", 1, &[2, 3, 4, 5]),
+        vec![],
+    );
+    let types = compile_both(&scores, &[(1, vec![2, 3, 4, 8]), (2, vec![2, 3, 5, 8])]);
+    assert!(!types.contains(&"Transpose".to_string()), "{types:?}");
+    assert!(types.contains(&"FusedMatMul".to_string()), "{types:?}");
+    let plain = model(
+        vec![
+            node("Transpose", "wt", &["w"], &["t"], vec![]),
+            node("MatMul", "mm", &["x", "t"], &["y"], vec![]),
+        ],
+        vec![vi("x", 1, &[3, 7]), vi("w", 1, &[4, 7])],
+        vi("y", 1, &[3, 4]),
+        vec![],
+    );
+    let types = compile_both(&plain, &[(1, vec![3, 7]), (2, vec![4, 7])]);
+    assert!(!types.contains(&"Transpose".to_string()), "{types:?}");
+    assert!(types.contains(&"FusedMatMul".to_string()), "{types:?}");
+}
+
+#[test]
+fn transposes_that_are_not_a_last_two_swap_or_have_other_readers_stay() {
+    // perm [1, 0, 2] moves a batch dim: not B's matrix transpose.
+    let batch_perm = model(
+        vec![
+            node(
+                "Transpose",
+                "bt",
+                &["b"],
+                &["t"],
+                vec![ints("perm", &[1, 0, 2])],
+            ),
+            node("MatMul", "mm", &["a", "t"], &["y"], vec![]),
+        ],
+        vec![vi("a", 1, &[3, 2, 4]), vi("b", 1, &[4, 3, 5])],
+        vi("y", 1, &[3, 2, 5]),
+        vec![],
+    );
+    let types = compile_both(&batch_perm, &[(1, vec![3, 2, 4]), (2, vec![4, 3, 5])]);
+    assert!(types.contains(&"Transpose".to_string()), "{types:?}");
+    // The transposed value is also a reader's input elsewhere: the Transpose stays for it.
+    let shared = model(
+        vec![
+            node(
+                "Transpose",
+                "wt",
+                &["w"],
+                &["t"],
+                vec![ints("perm", &[1, 0])],
+            ),
+            node("MatMul", "mm", &["x", "t"], &["m"], vec![]),
+            node("ReduceSum", "rs", &["t"], &["r"], vec![]),
+            node("Add", "add", &["m", "r"], &["y"], vec![]),
+        ],
+        vec![vi("x", 1, &[3, 7]), vi("w", 1, &[4, 7])],
+        vi("y", 1, &[3, 4]),
+        vec![],
+    );
+    let types = compile_both(&shared, &[(1, vec![3, 7]), (2, vec![4, 7])]);
+    assert!(types.contains(&"Transpose".to_string()), "{types:?}");
+}

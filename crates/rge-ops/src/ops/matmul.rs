@@ -54,6 +54,26 @@ fn matmul(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     matmul_of(ctx, 0, 1, dt)
 }
 
+/// FusedMatMul: MatMul, with B's last two dims swapped when `transB` is set.
+fn fused_matmul(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let dt = ctx.input(0)?.dtype;
+    let trans_b = ctx.attr_int("transB")? != 0;
+    let (Some(a), Some(b)) = (ctx.input(0)?.dims(), ctx.input(1)?.dims()) else {
+        return all_unknown(ctx, dt);
+    };
+    let mut b = b.to_vec();
+    if trans_b {
+        if b.len() < 2 {
+            bail!("transB needs a B of rank 2 or more, got {}", fmt_dims(&b));
+        }
+        let r = b.len();
+        b.swap(r - 2, r - 1);
+    }
+    let out = matmul_dims(a, &b)?;
+    ctx.set_output_dims(0, dt, &out);
+    Ok(())
+}
+
 fn matmul_integer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     matmul_of(ctx, 0, 1, DataType::Int32)
 }
@@ -188,14 +208,16 @@ fn det(ctx: &mut InferCtx<'_>) -> OpResult<()> {
 }
 
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
-    // A MatMul with its epilogue: `Y = act(A·B + bias + Z)` (bias over the last dim, Z of Y's
-    // shape, both optional), made by the dense engine's optimizer.
+    // A MatMul with its epilogue: `Y = act(A·op(B) + bias + Z)` (bias over the last dim, Z of
+    // Y's shape, both optional; op(B) swaps B's last two dims when `transB` is set), made by the
+    // dense engine's optimizer.
     b.register(
         crate::proto::OpProto::new(super::conv::RGE_DOMAIN, "FusedMatMul", 1)
             .sig("A:T, B:T, bias?:T, Z?:T -> Y:T")
             .attrs(super::conv::EPILOGUE_ATTRS)
+            .attrs("transB:int=0")
             .tc("T", FLOATS)
-            .infer(matmul)
+            .infer(fused_matmul)
             .format(FormatRule::Nd),
     )?;
     for v in [1, 9, 13] {
