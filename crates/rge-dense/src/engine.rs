@@ -87,6 +87,23 @@ pub fn kernel_set() -> KernelSet {
             .outputs(ports(1))
             .with_check(conv_2d),
     );
+    // The recurrent nets: X, W, R, B, sequence_lens (int32), initial_h[, initial_c, P].
+    let recurrent_inputs = |n: usize| {
+        let mut v = ports(n);
+        v[4] = PortDef::types(TypeSet::of(&[DType::Int32]));
+        v
+    };
+    for (op, inputs, outputs) in [("RNN", 6, 2), ("GRU", 6, 2), ("LSTM", 8, 3)] {
+        set.add(
+            KernelDef::new(
+                format!("dense.{op}"),
+                op,
+                crate::recurrent::create_recurrent,
+            )
+            .inputs(recurrent_inputs(inputs))
+            .outputs(ports(outputs)),
+        );
+    }
     set.add(
         KernelDef::new("dense.FusedMatMul", "FusedMatMul", kernels::create_matmul)
             .with_prepare(kernels::prepare_matmul)

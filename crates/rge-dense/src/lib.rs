@@ -15,5 +15,6 @@ pub mod fuse;
 pub mod fuse_transpose;
 pub mod gemm;
 pub mod kernels;
+pub mod recurrent;
 
 pub use engine::{dense_engine, kernel_set, DENSE};

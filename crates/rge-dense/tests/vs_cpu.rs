@@ -14,6 +14,7 @@ use rge_kernels::{
 fn reference() -> KernelRegistry {
     let mut b = KernelRegistryBuilder::new();
     rge_kernels_nn::register(&mut b).unwrap();
+    rge_kernels_sequence::register(&mut b).unwrap();
     b.build()
 }
 
@@ -430,5 +431,51 @@ fn large_convs_run_in_im2col_tiles() {
             ],
         };
         check(&c, rge_dense::kernels::create_conv).unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// RNN, GRU and LSTM on the dense GEMM: every direction, with and without bias, initial
+    /// state, sequence lengths and (LSTM) peepholes, against the reference kernels.
+    #[test]
+    fn recurrent_nets_match_the_reference(
+        op in prop_oneof![Just("RNN"), Just("GRU"), Just("LSTM")],
+        dir in 0usize..3,
+        (seq, batch, input, hidden) in (1usize..6, 1usize..5, 1usize..9, 1usize..12),
+        with_bias: bool,
+        with_h0: bool,
+        with_lens: bool,
+        seed in 0u64..1000,
+    ) {
+        let gates = match op { "RNN" => 1, "GRU" => 3, _ => 4 };
+        let dirs = if dir == 2 { 2 } else { 1 };
+        let mut attrs = AttrMap::new();
+        attrs.set("hidden_size", AttrValue::Int(hidden as i64));
+        attrs.set("direction", ["forward", "reverse", "bidirectional"][dir]);
+        let lens = with_lens.then(|| {
+            let v: Vec<i32> = (0..batch).map(|b| (1 + (b + seed as usize) % seq) as i32).collect();
+            Tensor::from_vec(&[batch], v).unwrap()
+        });
+        let mut inputs = vec![
+            Some(tensor(&[seq, batch, input], seed)),
+            Some(tensor(&[dirs, gates * hidden, input], seed + 1)),
+            Some(tensor(&[dirs, gates * hidden, hidden], seed + 2)),
+            with_bias.then(|| tensor(&[dirs, 2 * gates * hidden], seed + 3)),
+            lens,
+            with_h0.then(|| tensor(&[dirs, batch, hidden], seed + 4)),
+        ];
+        if op == "LSTM" {
+            inputs.push(with_h0.then(|| tensor(&[dirs, batch, hidden], seed + 5)));
+            inputs.push(with_bias.then(|| tensor(&[dirs, 3 * hidden], seed + 6)));
+        }
+        let c = Case { op, attrs, inputs };
+        let want = cpu(&c);
+        let k = build(rge_dense::recurrent::create_recurrent, &c, op, "", false);
+        for threads in [1, 2] {
+            let got = run(k.as_ref(), &c.inputs, threads).map_err(TestCaseError::fail)?;
+            close(&got, &want).map_err(|e| TestCaseError::fail(format!("{threads} threads: {e}")))?;
+        }
     }
 }

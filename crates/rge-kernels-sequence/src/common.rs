@@ -22,6 +22,35 @@ pub trait Acc:
     /// [`gemm`].
     fn gemm_raw(g: &Gemm, a: &[Self], b: &[Self], c: &mut [Self]) -> KernelResult<()>;
 
+    /// `g` on an engine's [`FastGemm`] when this is f32 and `g` is the `A·Bᵀ` form it takes
+    /// (row-major A, B and C, no accumulation); false when it is not (then use [`gemm`]).
+    fn fast_gemm(
+        fast: &dyn FastGemm,
+        g: &Gemm,
+        a: &[Self],
+        b: &[Self],
+        c: &mut [Self],
+        threads: usize,
+    ) -> KernelResult<bool>;
+
+    /// `b` (`n×k`, row stride `ldb`) prepared once by the engine for many `a·bᵀ` (f32 only).
+    fn fast_prepare_bt(
+        fast: &dyn FastGemm,
+        b: &[Self],
+        n: usize,
+        k: usize,
+        ldb: usize,
+    ) -> KernelResult<Option<Box<dyn PreparedBt>>>;
+
+    /// `c = a·bᵀ` with a prepared `b`; false when this is not f32.
+    fn fast_prepared(
+        prep: &dyn PreparedBt,
+        m: usize,
+        a: (&[Self], usize),
+        c: (&mut [Self], usize),
+        threads: usize,
+    ) -> KernelResult<bool>;
+
     /// Converts from f64 (rounding to the compute type).
     fn of(v: f64) -> Self {
         Self::from_f64(v).unwrap_or_else(Self::nan)
@@ -68,9 +97,87 @@ fn fits(g: &Gemm, a: usize, b: usize, c: usize) -> bool {
             .all(isz)
 }
 
+/// A faster f32 GEMM an engine brings to these kernels (the dense engine's packed GEMM), for
+/// the one form the recurrent nets use: `c[m×n] = a[m×k] · b[n×k]ᵀ`, each row-major with the
+/// given row strides.
+pub trait FastGemm: Send + Sync {
+    /// Computes `c = a·bᵀ` on up to `threads` threads; errors when an operand is too short.
+    #[allow(clippy::too_many_arguments)]
+    fn a_bt(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: (&[f32], usize),
+        b: (&[f32], usize),
+        c: (&mut [f32], usize),
+        threads: usize,
+    ) -> KernelResult<()>;
+
+    /// `b` (`n×k`, row stride `ldb`) prepared (packed) once for many [`PreparedBt::a_bt`]
+    /// calls; `None` when the engine does not prepare.
+    fn prepare_bt(
+        &self,
+        _b: &[f32],
+        _n: usize,
+        _k: usize,
+        _ldb: usize,
+    ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+        Ok(None)
+    }
+}
+
+/// A right operand an engine prepared ([`FastGemm::prepare_bt`]).
+pub trait PreparedBt: Send + Sync {
+    /// `c[m×n] = a[m×k]·bᵀ` (row strides given).
+    fn a_bt(
+        &self,
+        m: usize,
+        a: (&[f32], usize),
+        c: (&mut [f32], usize),
+        threads: usize,
+    ) -> KernelResult<()>;
+}
+
+/// The `A·Bᵀ` row strides (A, B, C) of `g`, when it has that form.
+fn a_bt_form(g: &Gemm) -> Option<(usize, usize, usize)> {
+    (g.a.1 == 1 && g.b.0 == 1 && g.c.1 == 1 && !g.accumulate).then_some((g.a.0, g.b.1, g.c.0))
+}
+
 macro_rules! acc_impl {
-    ($t:ty, $f:path) => {
+    ($t:ty, $f:path, $fast:expr, $prepare:expr, $prepared:expr) => {
         impl Acc for $t {
+            fn fast_gemm(
+                fast: &dyn FastGemm,
+                g: &Gemm,
+                a: &[Self],
+                b: &[Self],
+                c: &mut [Self],
+                threads: usize,
+            ) -> KernelResult<bool> {
+                $fast(fast, g, a, b, c, threads)
+            }
+
+            fn fast_prepare_bt(
+                fast: &dyn FastGemm,
+                b: &[Self],
+                n: usize,
+                k: usize,
+                ldb: usize,
+            ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+                $prepare(fast, b, n, k, ldb)
+            }
+
+            fn fast_prepared(
+                prep: &dyn PreparedBt,
+                m: usize,
+                a: (&[Self], usize),
+                c: (&mut [Self], usize),
+                threads: usize,
+            ) -> KernelResult<bool> {
+                $prepared(prep, m, a, c, threads)
+            }
+
             fn gemm_raw(g: &Gemm, a: &[Self], b: &[Self], c: &mut [Self]) -> KernelResult<()> {
                 if !fits(g, a.len(), b.len(), c.len()) {
                     return Err(KernelError::invalid(format!(
@@ -118,8 +225,89 @@ macro_rules! acc_impl {
         }
     };
 }
-acc_impl!(f32, matrixmultiply::sgemm);
-acc_impl!(f64, matrixmultiply::dgemm);
+/// f32: the engine's GEMM takes the `A·Bᵀ` form.
+fn fast_f32(
+    fast: &dyn FastGemm,
+    g: &Gemm,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    threads: usize,
+) -> KernelResult<bool> {
+    let Some((lda, ldb, ldc)) = a_bt_form(g) else {
+        return Ok(false);
+    };
+    fast.a_bt(g.m, g.n, g.k, (a, lda), (b, ldb), (c, ldc), threads)?;
+    Ok(true)
+}
+
+/// f64: always the generic GEMM.
+fn fast_f64(
+    _: &dyn FastGemm,
+    _: &Gemm,
+    _: &[f64],
+    _: &[f64],
+    _: &mut [f64],
+    _: usize,
+) -> KernelResult<bool> {
+    Ok(false)
+}
+
+fn prepare_f32(
+    fast: &dyn FastGemm,
+    b: &[f32],
+    n: usize,
+    k: usize,
+    ldb: usize,
+) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+    fast.prepare_bt(b, n, k, ldb)
+}
+
+fn prepare_f64(
+    _: &dyn FastGemm,
+    _: &[f64],
+    _: usize,
+    _: usize,
+    _: usize,
+) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+    Ok(None)
+}
+
+fn prepared_f32(
+    prep: &dyn PreparedBt,
+    m: usize,
+    a: (&[f32], usize),
+    c: (&mut [f32], usize),
+    threads: usize,
+) -> KernelResult<bool> {
+    prep.a_bt(m, a, c, threads)?;
+    Ok(true)
+}
+
+fn prepared_f64(
+    _: &dyn PreparedBt,
+    _: usize,
+    _: (&[f64], usize),
+    _: (&mut [f64], usize),
+    _: usize,
+) -> KernelResult<bool> {
+    Ok(false)
+}
+
+acc_impl!(
+    f32,
+    matrixmultiply::sgemm,
+    fast_f32,
+    prepare_f32,
+    prepared_f32
+);
+acc_impl!(
+    f64,
+    matrixmultiply::dgemm,
+    fast_f64,
+    prepare_f64,
+    prepared_f64
+);
 
 /// Checked GEMM: `C ← A·B` (or `C += A·B`); errors when a stride would leave a slice.
 pub fn gemm<F: Acc>(g: Gemm, a: &[F], b: &[F], c: &mut [F]) -> KernelResult<()> {

@@ -14,6 +14,9 @@ mod rotary;
 
 use rge_kernels::{KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
+pub use common::{FastGemm, Gemm, PreparedBt};
+pub use rnn::recurrent_with;
+
 /// Registers this family's kernels.
 pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
     b.register(ONNX_DOMAIN, "Attention", attention::attention)?;

@@ -5,7 +5,7 @@
 use rge_kernels::KernelResult;
 
 use super::{Act, Prepared};
-use crate::common::{gemm, Acc, Gemm};
+use crate::common::{Acc, Gemm, PreparedBt};
 
 /// The per-direction settings.
 pub struct DirCfg<'a, F> {
@@ -35,17 +35,44 @@ impl<F: Acc> DirCfg<'_, F> {
     }
 }
 
-/// `out[batch × n] = h[batch × hid] · R[rows r0.., hid]ᵀ` written with row stride `ld`.
+/// One direction's recurrence weights `R[rows × hid]`, prepared (packed) once by the engine's
+/// GEMM when it has one: a GEMM per step would otherwise re-pack R on every step.
+struct RMat<'a, F> {
+    r: &'a [F],
+    rows: usize,
+    prepared: Option<Box<dyn PreparedBt>>,
+}
+
+impl<'a, F: Acc> RMat<'a, F> {
+    fn new(p: &Prepared<F>, r: &'a [F], rows: usize, hid: usize) -> KernelResult<Self> {
+        let prepared = match &p.fast {
+            Some(fast) if r.len() >= rows * hid => {
+                F::fast_prepare_bt(fast.as_ref(), &r[..rows * hid], rows, hid, hid)?
+            }
+            _ => None,
+        };
+        Ok(RMat { r, rows, prepared })
+    }
+}
+
+/// `out[batch × n] = h[batch × hid] · R[..n, hid]ᵀ` written with row stride `ld`.
+#[allow(clippy::too_many_arguments)]
 fn h_times_r<F: Acc>(
+    p: &Prepared<F>,
     h: &[F],
-    r: &[F],
+    r: &RMat<'_, F>,
     batch: usize,
     hid: usize,
     n: usize,
     out: &mut [F],
     ld: usize,
 ) -> KernelResult<()> {
-    gemm(
+    if let Some(prep) = r.prepared.as_deref().filter(|_| n == r.rows) {
+        if F::fast_prepared(prep, batch, (h, hid), (out, ld), p.threads)? {
+            return Ok(());
+        }
+    }
+    p.gemm(
         Gemm {
             m: batch,
             k: hid,
@@ -56,7 +83,7 @@ fn h_times_r<F: Acc>(
             accumulate: false,
         },
         h,
-        r,
+        r.r,
         out,
     )
 }
@@ -78,8 +105,9 @@ pub fn rnn_dir<F: Acc>(
     let rb = &p.b[d * 2 * hid + hid..(d + 1) * 2 * hid];
     let mut h = state(&p.h0, d, batch, hid);
     let mut hr = vec![F::zero(); batch * hid];
+    let r = RMat::new(p, r, hid, hid)?;
     for s in 0..seq {
-        h_times_r(&h, r, batch, hid, hid, &mut hr, hid)?;
+        h_times_r(p, &h, &r, batch, hid, hid, &mut hr, hid)?;
         for b in 0..batch {
             let Some(t) = cfg.time(s, p.lens[b]) else {
                 continue;
@@ -117,9 +145,11 @@ pub fn gru_dir<F: Acc>(
     let mut zgate = vec![F::zero(); batch * hid];
     let mut rh_in = vec![F::zero(); batch * hid];
     let mut rh_out = vec![F::zero(); batch * hid];
+    let n = if lbr { gh } else { 2 * hid };
+    let r = RMat::new(p, r, n, hid)?;
+    let rh = RMat::new(p, rh, hid, hid)?;
     for s in 0..seq {
-        let n = if lbr { gh } else { 2 * hid };
-        h_times_r(&h, r, batch, hid, n, &mut hr, gh)?;
+        h_times_r(p, &h, &r, batch, hid, n, &mut hr, gh)?;
         for b in 0..batch {
             let Some(t) = cfg.time(s, p.lens[b]) else {
                 continue;
@@ -134,7 +164,7 @@ pub fn gru_dir<F: Acc>(
             }
         }
         if !lbr {
-            h_times_r(&rh_in, rh, batch, hid, hid, &mut rh_out, hid)?;
+            h_times_r(p, &rh_in, &rh, batch, hid, hid, &mut rh_out, hid)?;
         }
         for b in 0..batch {
             let Some(t) = cfg.time(s, p.lens[b]) else {
@@ -180,8 +210,9 @@ pub fn lstm_dir<F: Acc>(
     let mut h = state(&p.h0, d, batch, hid);
     let mut c = state(&p.c0, d, batch, hid);
     let mut hr = vec![F::zero(); batch * gh];
+    let r = RMat::new(p, r, gh, hid)?;
     for s in 0..seq {
-        h_times_r(&h, r, batch, hid, gh, &mut hr, gh)?;
+        h_times_r(p, &h, &r, batch, hid, gh, &mut hr, gh)?;
         for b in 0..batch {
             let Some(t) = cfg.time(s, p.lens[b]) else {
                 continue;

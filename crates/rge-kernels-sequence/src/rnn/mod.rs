@@ -9,7 +9,9 @@ mod cells;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
 
-use crate::common::{gemm, read, read_ints, want_float, write, Acc, Gemm};
+use std::sync::Arc;
+
+use crate::common::{gemm, read, read_ints, want_float, write, Acc, FastGemm, Gemm};
 pub use activation::{parse_activations, Act};
 
 /// Which recurrent op.
@@ -50,9 +52,15 @@ pub struct Recurrent {
     acts: Vec<Act>,
     input_forget: bool,
     linear_before_reset: bool,
+    /// An engine's f32 GEMM for the input projection and the per-step `H·Rᵀ`.
+    fast: Option<Arc<dyn FastGemm>>,
 }
 
-fn build(init: &KernelInit<'_>, kind: Kind) -> KernelResult<Box<dyn Kernel>> {
+fn build(
+    init: &KernelInit<'_>,
+    kind: Kind,
+    fast: Option<Arc<dyn FastGemm>>,
+) -> KernelResult<Box<dyn Kernel>> {
     let (dirs, reverse) = match init.str_or("direction", "forward")? {
         "forward" => (1, false),
         "reverse" => (1, true),
@@ -96,22 +104,42 @@ fn build(init: &KernelInit<'_>, kind: Kind) -> KernelResult<Box<dyn Kernel>> {
         acts,
         input_forget: init.int_or("input_forget", 0)? != 0,
         linear_before_reset: init.int_or("linear_before_reset", 0)? != 0,
+        fast,
     }))
 }
 
 /// Builds an RNN kernel.
 pub fn rnn(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    build(init, Kind::Rnn)
+    build(init, Kind::Rnn, None)
 }
 
 /// Builds a GRU kernel.
 pub fn gru(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    build(init, Kind::Gru)
+    build(init, Kind::Gru, None)
 }
 
 /// Builds an LSTM kernel.
 pub fn lstm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    build(init, Kind::Lstm)
+    build(init, Kind::Lstm, None)
+}
+
+/// The RNN, GRU or LSTM kernel (by `init.op_type`) whose f32 GEMMs run on `fast`: an engine
+/// (the dense engine) reuses these cells, attributes and checks with its own GEMM.
+pub fn recurrent_with(
+    init: &KernelInit<'_>,
+    fast: Arc<dyn FastGemm>,
+) -> KernelResult<Box<dyn Kernel>> {
+    let kind = match init.op_type {
+        "RNN" => Kind::Rnn,
+        "GRU" => Kind::Gru,
+        "LSTM" => Kind::Lstm,
+        other => {
+            return Err(KernelError::unsupported(format!(
+                "{other} is not a recurrent op"
+            )))
+        }
+    };
+    build(init, kind, Some(fast))
 }
 
 /// The inputs of one call, checked, in compute type and (seq, batch, …) layout.
@@ -131,6 +159,21 @@ pub struct Prepared<F> {
     pub c0: Vec<F>,
     /// (dirs, 3·hidden), zeros when absent.
     pub p: Vec<F>,
+    /// The engine's GEMM and the threads it may use.
+    pub fast: Option<Arc<dyn FastGemm>>,
+    pub threads: usize,
+}
+
+impl<F: Acc> Prepared<F> {
+    /// `g` on the engine's GEMM when it takes it, else the generic one.
+    pub fn gemm(&self, g: Gemm, a: &[F], b: &[F], c: &mut [F]) -> KernelResult<()> {
+        if let Some(fast) = &self.fast {
+            if F::fast_gemm(fast.as_ref(), &g, a, b, c, self.threads)? {
+                return Ok(());
+            }
+        }
+        gemm(g, a, b, c)
+    }
 }
 
 fn check_shape(t: &TensorRef<'_>, name: &str, want: &[usize]) -> KernelResult<()> {
@@ -264,6 +307,8 @@ impl Recurrent {
             h0,
             c0,
             p,
+            fast: self.fast.clone(),
+            threads: ctx.threads(),
         })
     }
 
@@ -345,7 +390,7 @@ fn input_projection<F: Acc>(p: &Prepared<F>, d: usize, gates: usize) -> KernelRe
     let rows = p.seq * p.batch;
     let mut xw = vec![F::zero(); rows * gh];
     let w = &p.w[d * gh * p.input..(d + 1) * gh * p.input];
-    gemm(
+    p.gemm(
         Gemm {
             m: rows,
             k: p.input,

@@ -16,6 +16,7 @@ fn kernel(kind: Kind, dirs: usize, reverse: bool, acts: Vec<Act>) -> Recurrent {
         acts,
         input_forget: false,
         linear_before_reset: false,
+        fast: None,
     }
 }
 
