@@ -48,7 +48,7 @@ impl Kernel for Tile {
         let shape = data.shape();
         let reps = if self.v1 {
             let one = |i: usize, what: &str| -> KernelResult<i64> {
-                match ctx.input(i)?.to_i64_vec()?.as_slice() {
+                match ctx.input(i)?.to_whole_i64_vec()?.as_slice() {
                     [v] => Ok(*v),
                     v => Err(KernelError::invalid(format!(
                         "{what} has {} elements; it must have 1",

@@ -191,7 +191,10 @@ impl Kernel for Split {
         let n = ctx.output_count();
         let split = match &self.attr_split {
             Some(s) => Some(s.clone()),
-            None => ctx.opt_input(1)?.map(|t| t.to_i64_vec()).transpose()?,
+            None => ctx
+                .opt_input(1)?
+                .map(|t| t.to_whole_i64_vec())
+                .transpose()?,
         };
         let sizes = match split {
             Some(s) => {

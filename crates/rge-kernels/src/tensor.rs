@@ -432,6 +432,27 @@ impl<'a> TensorRef<'a> {
         })
     }
 
+    /// The elements as i64 from an integer tensor, or from a float one whose values are whole
+    /// numbers (old op versions give sizes in the data's type: Split 1, Tile 1).
+    pub fn to_whole_i64_vec(&self) -> KernelResult<Vec<i64>> {
+        if !matches!(
+            self.dtype,
+            DType::Float | DType::Double | DType::Float16 | DType::Bfloat16
+        ) {
+            return self.to_i64_vec();
+        }
+        self.to_f64_vec()?
+            .into_iter()
+            .map(|x| {
+                if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
+                    Ok(x as i64)
+                } else {
+                    Err(KernelError::invalid(format!("{x} is not a whole number")))
+                }
+            })
+            .collect()
+    }
+
     /// The elements as f64 (any real numeric type); for scalars and small parameters.
     pub fn to_f64_vec(&self) -> KernelResult<Vec<f64>> {
         Ok(match self.dtype {

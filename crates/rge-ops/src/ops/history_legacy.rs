@@ -3,7 +3,7 @@
 
 use rge_ir::DataType;
 
-use super::util::{dims_or_unknown, fmt_dims, input_ints, norm_axis};
+use super::util::{dims_or_unknown, fmt_dims, norm_axis};
 use crate::bail;
 use crate::ctx::InferCtx;
 use crate::error::OpResult;
@@ -78,6 +78,25 @@ fn legacy_broadcast(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
+/// The known values of input `i` as integers: Tile 1 gives `tiles` and `axis` in the data's
+/// (float) type, so each must be a whole number.
+fn whole_values(ctx: &InferCtx<'_>, i: usize, what: &str) -> OpResult<Option<Vec<i64>>> {
+    let Some(v) = ctx.input_value(i) else {
+        return Ok(None);
+    };
+    v.as_f64()
+        .iter()
+        .map(|&x| {
+            if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
+                Ok(x as i64)
+            } else {
+                bail!("{what} holds {x}, not a whole number")
+            }
+        })
+        .collect::<OpResult<Vec<i64>>>()
+        .map(Some)
+}
+
 /// Tile 1: `tiles` copies along `axis` (both 1-element inputs).
 fn tile_v1(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let dtype = ctx.input(0)?.dtype;
@@ -85,8 +104,8 @@ fn tile_v1(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         return Ok(());
     };
     let mut out = d.to_vec();
-    let tiles = input_ints(ctx, 1, "tiles")?;
-    let axis = input_ints(ctx, 2, "axis")?;
+    let tiles = whole_values(ctx, 1, "tiles")?;
+    let axis = whole_values(ctx, 2, "axis")?;
     match (tiles.as_deref(), axis.as_deref()) {
         (Some(&[t]), Some(&[a])) => {
             if t < 0 {

@@ -177,6 +177,19 @@ impl Net {
         name
     }
 
+    /// A 1-D float initializer.
+    pub fn floats(&mut self, v: &[f32]) -> String {
+        let name = self.fresh("f");
+        self.inits.push(TensorProto {
+            name: name.clone(),
+            dims: vec![v.len() as i64],
+            data_type: F32,
+            float_data: v.to_vec(),
+            ..Default::default()
+        });
+        name
+    }
+
     /// An int64 initializer.
     pub fn ints(&mut self, v: &[i64]) -> String {
         let name = self.fresh("i");

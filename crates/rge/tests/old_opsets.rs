@@ -117,7 +117,8 @@ fn batch_norm(opset: i64, attrs: Vec<AttributeProto>) -> ModelProto {
     let scale = m.weight(&[3], 1);
     let bias = m.weight(&[3], 2);
     let mean = m.weight(&[3], 3);
-    let var = m.op("Abs", &[&m.weight(&[3], 4)], vec![]);
+    let w = m.weight(&[3], 4);
+    let var = m.op("Abs", &[&w], vec![]);
     m.op_to(
         "BatchNormalization",
         &[&x, &scale, &bias, &mean, &var],
@@ -217,13 +218,14 @@ fn cast_1_names_the_type() {
 
 #[test]
 fn split_1_with_split_input_and_tile_1() {
-    // Split 1 takes `split` as an input (Split 13's form); Tile 1 takes (tiles, axis).
+    // Split 1 takes `split` as an input of the data's type (Split 13's form takes int64);
+    // Tile 1 takes (tiles, axis).
     let mut old = net(1);
     let x = old.input("x", F32, &[6, 2]);
-    let s = old.ints(&[2, 4]);
+    let s = old.floats(&[2.0, 4.0]);
     old.op_outs("Split", &[&x, &s], &["s0", "s1"], vec![]);
-    let tiles = old.ints(&[3]);
-    let axis = old.ints(&[1]);
+    let tiles = old.floats(&[3.0]);
+    let axis = old.floats(&[1.0]);
     old.op_to("Tile", &["s1", &tiles, &axis], "t", vec![]);
     old.output("s0", F32, &[2, 2]);
     old.output("t", F32, &[4, 6]);
