@@ -199,6 +199,47 @@ pub fn flat_blocker(graph: &ComputeGraph, n: NodeId) -> Option<String> {
     if subs.is_empty() {
         return Some("the node has no subgraphs".into());
     }
+    // The flat program copies each branch's (or body's) results into the node's buffers: they
+    // must have the node's dtypes and shapes (ONNX lets If branches differ, e.g. [0] and [1]).
+    let same = |a: &TensorDesc, b: &TensorDesc| {
+        a.dtype() == b.dtype() && static_shape(a).is_some() && static_shape(a) == static_shape(b)
+    };
+    let results = |g: GraphId| -> Vec<Option<TensorDesc>> {
+        graph
+            .output_nodes(g)
+            .iter()
+            .map(|&(m, i)| graph.op(m).and_then(|o| o.output(i as usize)).cloned())
+            .collect()
+    };
+    let is_branch = matches!(t, "If" | "_If" | "StatelessIf" | "Case");
+    for &g in &subs {
+        let res = results(g);
+        let gname = graph.graph_name(g).unwrap_or("?").to_string();
+        let pairs: Vec<(usize, Option<&TensorDesc>, Option<&TensorDesc>)> = if is_branch {
+            (0..op.outputs().len())
+                .map(|j| (j, res.get(j).and_then(Option::as_ref), op.output(j)))
+                .collect()
+        } else if t == "Loop" {
+            // Body results: cond, then the carried values (the node's first outputs).
+            let carried = node.in_data_count().saturating_sub(2);
+            (0..carried.min(op.outputs().len()))
+                .map(|j| (j, res.get(j + 1).and_then(Option::as_ref), op.output(j)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for (j, r, o) in pairs {
+            if let (Some(r), Some(o)) = (r, o) {
+                if !same(r, o) {
+                    return Some(format!(
+                        "result {j} of subgraph `{gname}` is {}, the node's output {}: rts needs them equal",
+                        desc_text(r),
+                        desc_text(o)
+                    ));
+                }
+            }
+        }
+    }
     for g in subs {
         let gname = graph.graph_name(g).unwrap_or("?").to_string();
         for m in graph.nodes_of(g) {

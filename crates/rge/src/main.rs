@@ -46,7 +46,7 @@ struct EngineOpts {
     #[arg(long)]
     disable_passes: Option<String>,
     /// How If, Case, While and Loop run: nested (subgraph programs) or rts (the rts engine's
-    /// flat program; static shapes) [default: nested].
+    /// flat program; static shapes) [default: rts].
     #[arg(long, value_parser = ["nested", "rts"])]
     control_flow: Option<String>,
 }
