@@ -16,8 +16,33 @@ pub(super) fn infer_for(op: &str, since: i64) -> Option<InferFn> {
         ("And" | "Or" | "Xor" | "Equal" | "Less" | "Greater" | "Pow", 1) => legacy_broadcast,
         ("Tile", 1) => tile_v1,
         ("Split", 1) => split_v1,
+        ("PRelu", 1 | 6) => prelu_legacy,
         _ => return None,
     })
+}
+
+/// PRelu before version 7 (no broadcasting rule yet): a slope of one value or, as exporters of
+/// the time wrote it, one per channel (`[C]` for `[N, C, …]`). Taken: a slope that broadcasts
+/// to X, or a 1-D one whose length is exactly one of X's dims (what the kernels read).
+fn prelu_legacy(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let dt = ctx.input(0)?.dtype;
+    let Some(xd) = ctx.input(0)?.dims().map(<[i64]>::to_vec) else {
+        return super::util::all_unknown(ctx, dt);
+    };
+    if let Some(sd) = ctx.input(1)?.dims().map(<[i64]>::to_vec) {
+        let broadcasts = super::util::broadcast2(&xd, &sd).is_ok_and(|o| o == xd);
+        let per_dim =
+            matches!(sd.as_slice(), [c] if *c >= 0 && xd.iter().filter(|&&d| d == *c).count() == 1);
+        if !broadcasts && !per_dim && xd.iter().all(|&d| d >= 0) {
+            bail!(
+                "slope {} does not broadcast to X {} and is not one value per dim of X",
+                fmt_dims(&sd),
+                fmt_dims(&xd)
+            );
+        }
+    }
+    ctx.set_output_dims(0, dt, &xd);
+    Ok(())
 }
 
 /// Binary ops before version 7: with `broadcast = 1`, B's dims line up with A's from `axis`
