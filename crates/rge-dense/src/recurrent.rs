@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rge_kernels::{Kernel, KernelInit, KernelResult};
-use rge_kernels_sequence::{FastGemm, PreparedBt};
+use rge_kernels_sequence::{Act, FastGemm, PreparedBt};
 
 use crate::gemm::{self, AOperand, BOperand, Epilogue, GemmParams, PackedB};
 use crate::kernels::gemm_err;
@@ -36,6 +36,16 @@ impl FastGemm for DenseGemm {
         };
         let epi = Epilogue::default();
         gemm::sgemm(&GemmParams::new(m, n, k), a, b, c, ldc, &epi, threads).map_err(gemm_err)
+    }
+
+    fn activate(&self, act: &Act, xs: &mut [f32]) -> bool {
+        let a = match *act {
+            Act::Sigmoid => gemm::Activation::Sigmoid,
+            Act::Tanh => gemm::Activation::Tanh,
+            Act::Relu => gemm::Activation::Relu,
+            _ => return false,
+        };
+        gemm::activate(gemm::Isa::best(), &a, xs).is_ok()
     }
 
     fn prepare_bt(

@@ -42,6 +42,10 @@ pub trait Acc:
         ldb: usize,
     ) -> KernelResult<Option<Box<dyn PreparedBt>>>;
 
+    /// `xs = act(xs)` on the engine's vector code; false when this is not f32 or the engine
+    /// lacks `act` (then apply it element by element).
+    fn fast_activate(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [Self]) -> bool;
+
     /// `c = a·bᵀ` with a prepared `b`; false when this is not f32.
     fn fast_prepared(
         prep: &dyn PreparedBt,
@@ -114,6 +118,12 @@ pub trait FastGemm: Send + Sync {
         threads: usize,
     ) -> KernelResult<()>;
 
+    /// `xs = act(xs)` in place with the engine's vector code; false when it has no such
+    /// activation (the caller applies it element by element).
+    fn activate(&self, _act: &crate::rnn::Act, _xs: &mut [f32]) -> bool {
+        false
+    }
+
     /// `b` (`n×k`, row stride `ldb`) prepared (packed) once for many [`PreparedBt::a_bt`]
     /// calls; `None` when the engine does not prepare.
     fn prepare_bt(
@@ -145,8 +155,12 @@ fn a_bt_form(g: &Gemm) -> Option<(usize, usize, usize)> {
 }
 
 macro_rules! acc_impl {
-    ($t:ty, $f:path, $fast:expr, $prepare:expr, $prepared:expr) => {
+    ($t:ty, $f:path, $fast:expr, $prepare:expr, $prepared:expr, $activate:expr) => {
         impl Acc for $t {
+            fn fast_activate(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [Self]) -> bool {
+                $activate(fast, act, xs)
+            }
+
             fn fast_gemm(
                 fast: &dyn FastGemm,
                 g: &Gemm,
@@ -294,19 +308,29 @@ fn prepared_f64(
     Ok(false)
 }
 
+fn activate_f32(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [f32]) -> bool {
+    fast.activate(act, xs)
+}
+
+fn activate_f64(_: &dyn FastGemm, _: &crate::rnn::Act, _: &mut [f64]) -> bool {
+    false
+}
+
 acc_impl!(
     f32,
     matrixmultiply::sgemm,
     fast_f32,
     prepare_f32,
-    prepared_f32
+    prepared_f32,
+    activate_f32
 );
 acc_impl!(
     f64,
     matrixmultiply::dgemm,
     fast_f64,
     prepare_f64,
-    prepared_f64
+    prepared_f64,
+    activate_f64
 );
 
 /// Checked GEMM: `C ← A·B` (or `C += A·B`); errors when a stride would leave a slice.

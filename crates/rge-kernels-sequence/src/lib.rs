@@ -15,7 +15,7 @@ mod rotary;
 use rge_kernels::{KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
 pub use common::{FastGemm, Gemm, PreparedBt};
-pub use rnn::recurrent_with;
+pub use rnn::{recurrent_with, Act};
 
 /// Registers this family's kernels.
 pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {

@@ -192,7 +192,9 @@ pub fn gru_dir<F: Acc>(
     Ok(())
 }
 
-/// One direction of LSTM (gates i, o, f, c; peepholes i, o, f).
+/// One direction of LSTM (gates i, o, f, c; peepholes i, o, f). Each batch row's gates are
+/// computed a pass at a time over the hidden units, so the activations run over whole slices
+/// (the engine's vector code when it brings one).
 pub fn lstm_dir<F: Acc>(
     p: &Prepared<F>,
     cfg: &DirCfg<'_, F>,
@@ -211,6 +213,28 @@ pub fn lstm_dir<F: Acc>(
     let mut c = state(&p.c0, d, batch, hid);
     let mut hr = vec![F::zero(); batch * gh];
     let r = RMat::new(p, r, gh, hid)?;
+    let clip = |x: F| match cfg.clip {
+        Some(c) => x.max(-c).min(c),
+        None => x,
+    };
+    // `xs = acts[k](xs)`: the engine's vector code, else element by element.
+    let act = |k: usize, xs: &mut [F]| {
+        let a = &cfg.acts[k];
+        if !p
+            .fast
+            .as_ref()
+            .is_some_and(|f| F::fast_activate(f.as_ref(), a, xs))
+        {
+            xs.iter_mut().for_each(|v| *v = a.apply(*v));
+        }
+    };
+    let (mut ig, mut fg, mut og, mut cg, mut ct) = (
+        vec![F::zero(); hid],
+        vec![F::zero(); hid],
+        vec![F::zero(); hid],
+        vec![F::zero(); hid],
+        vec![F::zero(); hid],
+    );
     for s in 0..seq {
         h_times_r(p, &h, &r, batch, hid, gh, &mut hr, gh)?;
         for b in 0..batch {
@@ -219,23 +243,35 @@ pub fn lstm_dir<F: Acc>(
             };
             let x = &xw[(t * batch + b) * gh..(t * batch + b + 1) * gh];
             let g = &hr[b * gh..(b + 1) * gh];
+            let pre = |q: usize, j: usize| x[q * hid + j] + g[q * hid + j] + rb[q * hid + j];
+            let cp = &c[b * hid..(b + 1) * hid];
+            for j in 0..hid {
+                ig[j] = clip(pre(0, j) + pi[j] * cp[j]);
+                fg[j] = clip(pre(2, j) + pf[j] * cp[j]);
+                cg[j] = clip(pre(3, j));
+            }
+            act(0, &mut ig);
+            if cfg.input_forget {
+                for (f, &i) in fg.iter_mut().zip(&ig) {
+                    *f = F::one() - i;
+                }
+            } else {
+                act(0, &mut fg);
+            }
+            act(1, &mut cg);
+            for j in 0..hid {
+                let cn = fg[j] * cp[j] + ig[j] * cg[j];
+                ct[j] = cn;
+                og[j] = clip(pre(1, j) + po[j] * cn);
+            }
+            act(0, &mut og);
+            c[b * hid..(b + 1) * hid].copy_from_slice(&ct);
+            // The cell output's activation is not clipped.
+            act(2, &mut ct);
             let yo = ((t * cfg.dirs + d) * batch + b) * hid;
             for j in 0..hid {
-                let k = b * hid + j;
-                let pre = |q: usize| x[q * hid + j] + g[q * hid + j] + rb[q * hid + j];
-                let cp = c[k];
-                let ig = cfg.act(0, pre(0) + pi[j] * cp);
-                let fg = if cfg.input_forget {
-                    F::one() - ig
-                } else {
-                    cfg.act(0, pre(2) + pf[j] * cp)
-                };
-                let cg = cfg.act(1, pre(3));
-                let cn = fg * cp + ig * cg;
-                let og = cfg.act(0, pre(1) + po[j] * cn);
-                let hn = og * cfg.acts[2].apply(cn);
-                c[k] = cn;
-                h[k] = hn;
+                let hn = og[j] * ct[j];
+                h[b * hid + j] = hn;
                 y[yo + j] = hn;
             }
         }
