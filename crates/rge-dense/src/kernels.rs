@@ -590,7 +590,12 @@ fn ceil_div(a: isize, b: isize) -> isize {
 /// columns form one run, found by division, so the copy has no per-element test (it was 30%
 /// of ResNet-18's run time with one).
 fn copy_row(src: &[f32], out: &mut [f32], ox0: usize, stride: usize, shift: isize) {
-    let (n, w, s, ox0) = (out.len() as isize, src.len() as isize, stride as isize, ox0 as isize);
+    let (n, w, s, ox0) = (
+        out.len() as isize,
+        src.len() as isize,
+        stride as isize,
+        ox0 as isize,
+    );
     // ix = (ox0 + k)·s + shift lies in [0, w) for k in [lo, hi).
     let lo = (ceil_div(-shift, s) - ox0).clamp(0, n);
     let hi = (ceil_div(w - shift, s) - ox0).clamp(lo, n);
@@ -602,7 +607,10 @@ fn copy_row(src: &[f32], out: &mut [f32], ox0: usize, stride: usize, shift: isiz
         if stride == 1 {
             out[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
         } else {
-            for (o, &v) in out[lo..hi].iter_mut().zip(src[first..].iter().step_by(stride)) {
+            for (o, &v) in out[lo..hi]
+                .iter_mut()
+                .zip(src[first..].iter().step_by(stride))
+            {
                 *o = v;
             }
         }
