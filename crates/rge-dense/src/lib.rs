@@ -14,6 +14,7 @@ pub mod engine;
 pub mod fuse;
 pub mod fuse_transpose;
 pub mod gemm;
+mod im2col;
 pub mod kernels;
 pub mod recurrent;
 
