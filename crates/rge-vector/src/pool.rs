@@ -100,8 +100,12 @@ impl Pool {
         let cols: Vec<Taps> = (0..ow).map(|o| taps(o, &g, 1)).collect();
         let ranges: Vec<(usize, usize)> = (0..g.kernel[1]).map(|t| col_range(t, &g, ow)).collect();
         let out = ctx.output::<f32>(0, &out_shape)?;
+        // A strided row is split into its `sw` phases (`x[p], x[p + sw], …`), so that every tap
+        // reads a contiguous run and the loops below vectorize.
+        let pw = w.div_ceil(sw);
         for_rows(ctx.threads(), out, oh * ow, |p, y| {
             let plane = &xs[p * h * w..][..h * w];
+            let mut phases = vec![0.0f32; if sw > 1 { sw * pw } else { 0 }];
             for (r, yr) in y.chunks_mut(ow).enumerate() {
                 let rt = rows[r];
                 yr.fill(if avg.is_some() {
@@ -112,20 +116,29 @@ impl Pool {
                 for kh in rt.first..rt.end {
                     let ih = (r * g.strides[0] + kh * g.dilations[0]) - g.pads_begin[0];
                     let xrow = &plane[ih * w..][..w];
+                    if sw > 1 {
+                        for (i, &v) in xrow.iter().enumerate() {
+                            phases[(i % sw) * pw + i / sw] = v;
+                        }
+                    }
                     for (kw, &(lo, hi)) in ranges.iter().enumerate() {
                         if lo >= hi {
                             continue;
                         }
                         let base = (lo * sw + kw * g.dilations[1]) - g.pads_begin[1];
                         let dst = &mut yr[lo..hi];
-                        // Iterators, not indices: no bounds checks, and branch-free bodies
-                        // (a data-dependent branch mispredicts half the time on real maps).
-                        let src = xrow[base..].iter().step_by(sw);
+                        // Element i reads x[base + i·sw]: phase base % sw from base / sw on.
+                        let src = if sw > 1 {
+                            &phases[(base % sw) * pw + base / sw..][..hi - lo]
+                        } else {
+                            &xrow[base..][..hi - lo]
+                        };
                         if avg.is_some() {
                             for (v, &xv) in dst.iter_mut().zip(src) {
                                 *v += xv;
                             }
                         } else {
+                            // Branch-free (a data-dependent branch mispredicts half the time).
                             for (v, &xv) in dst.iter_mut().zip(src) {
                                 *v = max_nan(*v, xv);
                             }
