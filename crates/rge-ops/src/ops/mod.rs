@@ -18,6 +18,7 @@ mod generators;
 mod history;
 mod history_legacy;
 mod history_table;
+mod hcom;
 mod image;
 mod ir;
 mod matmul;
@@ -53,6 +54,7 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     image::register(b)?;
     fused_elementwise::register(b)?;
     tf::register(b)?;
+    hcom::register(b)?;
     // Last: the versions of the schema history the families above do not write.
     history::register(b)?;
     Ok(())
