@@ -82,5 +82,7 @@ pub fn comm_engine(comm: Arc<dyn Communicator>) -> EngineResult<BasicEngine> {
             kind: EngineKind::Atomic,
         }),
     };
-    Ok(engine.with_store(KernelStore::new(COMM, "hccl_kernels", 2, kernel_set(comm))))
+    Ok(engine
+        .with_store(KernelStore::new(COMM, "hccl_kernels", 2, kernel_set(comm)))
+        .with_optimizer(crate::fusion::AllReduceFusion))
 }

@@ -8,6 +8,7 @@
 pub mod comm;
 pub mod engine;
 pub mod error;
+pub mod fusion;
 pub mod group;
 pub mod kernels;
 pub mod local;
