@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use rge_comm::mpi_backend::{barrier, raw_all_reduce_f32, MpiComm};
 use rge_comm::Communicator;
 use rge_ir::AttrMap;
-use rge_kernels::{DType, KernelCtx, KernelInit, KernelResult, OutputSink, TensorRef, Value, ValueRef};
+use rge_kernels::{
+    DType, KernelCtx, KernelInit, KernelResult, OutputSink, TensorRef, Value, ValueRef,
+};
 
 /// The kernel's output: the bench's preallocated receive buffer (as the runtime's arena gives
 /// a planned slot), so both sides write the same memory.
@@ -34,7 +36,9 @@ unsafe impl OutputSink for Preallocated {
         Ok(self.ptr)
     }
     fn put(&mut self, _: usize, _: Value) -> KernelResult<()> {
-        Err(rge_kernels::KernelError::invalid("bench output is allocated"))
+        Err(rge_kernels::KernelError::invalid(
+            "bench output is allocated",
+        ))
     }
 }
 
@@ -67,16 +71,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
         &dyn_comm,
     )?;
-    let rounds: usize = std::env::var("RGE_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let max_mib: usize = std::env::var("RGE_BENCH_MAX_MIB").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let rounds: usize = std::env::var("RGE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let max_mib: usize = std::env::var("RGE_BENCH_MAX_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
     if comm.rank() == 0 {
-        println!("all-reduce (sum, f32) over {} ranks, {} backend; best of {rounds} rounds per size", comm.size(), dyn_comm.backend());
-        println!("{:>10} {:>8} {:>14} {:>14} {:>8}", "bytes", "iters", "MPI GB/s", "comm GB/s", "ratio");
+        println!(
+            "all-reduce (sum, f32) over {} ranks, {} backend; best of {rounds} rounds per size",
+            comm.size(),
+            dyn_comm.backend()
+        );
+        println!(
+            "{:>10} {:>8} {:>14} {:>14} {:>8}",
+            "bytes", "iters", "MPI GB/s", "comm GB/s", "ratio"
+        );
     }
     let mut bytes = 4096usize;
     while bytes <= max_mib << 20 {
         let n = bytes / 4;
-        let send: Vec<f32> = (0..n).map(|i| (i % 97) as f32 + comm.rank() as f32).collect();
+        let send: Vec<f32> = (0..n)
+            .map(|i| (i % 97) as f32 + comm.rank() as f32)
+            .collect();
         let mut recv = vec![0f32; n];
         // ~256 MiB moved per timing, at least 3 calls.
         let iters = ((256usize << 20) / bytes).clamp(3, 2000);
@@ -87,7 +106,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let raw = time(iters, || raw_all_reduce_f32(&comm, &send, &mut recv));
             barrier(&comm);
             let eng = time(iters, || {
-                let x = TensorRef::new(DType::Float, &shape, bytemuck::cast_slice(&send)).expect("input");
+                let x = TensorRef::new(DType::Float, &shape, bytemuck::cast_slice(&send))
+                    .expect("input");
                 let inputs = [Some(ValueRef::Tensor(x))];
                 let mut out = Preallocated {
                     ptr: NonNull::new(recv.as_mut_ptr().cast::<u8>()).expect("buffer"),

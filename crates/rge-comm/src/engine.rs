@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use rge_engine::{BasicEngine, EngineAttributes, EngineKind, EngineResult, KernelStore, RuntimeType};
+use rge_engine::{
+    BasicEngine, EngineAttributes, EngineKind, EngineResult, KernelStore, RuntimeType,
+};
 use rge_kernels::{DType, KernelDef, KernelSet, PortDef, TypeSet};
 
 use crate::comm::Communicator;

@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use rge_engine::{EngineError, EngineResult, GraphOptimizer, GraphRewriter};
-use rge_ir::{op_types, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet, Shape, TensorDesc};
+use rge_ir::{
+    op_types, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet, Shape, TensorDesc,
+};
 
 /// The attribute naming the all-reduces a fused one replaced (shown by `rge explain`).
 pub const FUSED_FROM_ATTR: &str = "_fused_all_reduces";
@@ -25,7 +27,12 @@ struct Member {
 }
 
 fn str_attr(op: &OpDesc, k: &str) -> String {
-    op.attrs().get_str(k).ok().flatten().unwrap_or("").to_string()
+    op.attrs()
+        .get_str(k)
+        .ok()
+        .flatten()
+        .unwrap_or("")
+        .to_string()
 }
 
 /// Groups of fusable all-reduces by (group, reduction, dtype, fusion_id), in node order.
@@ -33,8 +40,7 @@ fn fusion_groups(g: &ComputeGraph) -> Vec<(DataType, Vec<Member>)> {
     let mut by: BTreeMap<(String, String, String, i64), (DataType, Vec<Member>)> = BTreeMap::new();
     for n in g.nodes_of(g.root()) {
         let Some(op) = g.op(n) else { continue };
-        if op.op_type() != "HcomAllReduce"
-            || op.attrs().get_int("fusion").ok().flatten() != Some(2)
+        if op.op_type() != "HcomAllReduce" || op.attrs().get_int("fusion").ok().flatten() != Some(2)
         {
             continue;
         }
@@ -44,8 +50,15 @@ fn fusion_groups(g: &ComputeGraph) -> Vec<(DataType, Vec<Member>)> {
         if desc.shape().is_unknown_rank() || dims.iter().any(|&d| d < 0) {
             continue;
         }
-        let Some(src) = g.node(n).and_then(|x| x.peer_of_input(0)) else { continue };
-        let key = (str_attr(op, "group"), str_attr(op, "reduction"), format!("{:?}", desc.dtype()), id);
+        let Some(src) = g.node(n).and_then(|x| x.peer_of_input(0)) else {
+            continue;
+        };
+        let key = (
+            str_attr(op, "group"),
+            str_attr(op, "reduction"),
+            format!("{:?}", desc.dtype()),
+            id,
+        );
         by.entry(key)
             .or_insert_with(|| (desc.dtype(), Vec::new()))
             .1
@@ -92,7 +105,8 @@ fn desc(dtype: DataType, dims: &[i64]) -> TensorDesc {
 fn int64_const(name: String, v: &[i64]) -> Result<OpDesc, String> {
     let t = rge_ir::Tensor::from_i64(Shape::new([v.len() as i64]), v);
     let mut op = OpDesc::new(name, op_types::CONST);
-    op.add_output("y", t.desc.clone()).map_err(|e| e.to_string())?;
+    op.add_output("y", t.desc.clone())
+        .map_err(|e| e.to_string())?;
     op.attrs_mut().set("value", t);
     Ok(op)
 }
@@ -115,15 +129,20 @@ fn fuse(g: &ComputeGraph, dt: DataType, members: &[Member]) -> Result<GraphPatch
         let mut r = OpDesc::new(format!("{base}/fusion_flatten_{i}"), "Reshape");
         r.set_opset(opset.map(|o| o.max(5)));
         r.add_input("data", desc(dt, &m.dims)).map_err(e)?;
-        r.add_input("shape", desc(DataType::Int64, &[1])).map_err(e)?;
+        r.add_input("shape", desc(DataType::Int64, &[1]))
+            .map_err(e)?;
         r.add_output("reshaped", desc(dt, &[sizes[i]])).map_err(e)?;
         let ri = p.add_node(r);
         p.connect(Outlet::old(m.src.node, m.src.index as usize), ri, 0);
         p.connect(Outlet::new_node(flat_shape, 0), ri, 1);
-        concat.add_input(&format!("inputs{i}"), desc(dt, &[sizes[i]])).map_err(e)?;
+        concat
+            .add_input(&format!("inputs{i}"), desc(dt, &[sizes[i]]))
+            .map_err(e)?;
         flats.push(ri);
     }
-    concat.add_output("concat_result", desc(dt, &[total])).map_err(e)?;
+    concat
+        .add_output("concat_result", desc(dt, &[total]))
+        .map_err(e)?;
     let ci = p.add_node(concat);
     for (i, &ri) in flats.iter().enumerate() {
         p.connect(Outlet::new_node(ri, 0), ci, i);
@@ -133,7 +152,12 @@ fn fuse(g: &ComputeGraph, dt: DataType, members: &[Member]) -> Result<GraphPatch
     ar.attrs_mut().set("fusion", 0i64);
     ar.attrs_mut().set(
         FUSED_FROM_ATTR,
-        rge_ir::AttrValue::ListString(members.iter().map(|m| g.name_of(m.node).to_string()).collect()),
+        rge_ir::AttrValue::ListString(
+            members
+                .iter()
+                .map(|m| g.name_of(m.node).to_string())
+                .collect(),
+        ),
     );
     if let Some(d) = ar.input_mut(0) {
         *d = desc(dt, &[total]);
@@ -148,9 +172,13 @@ fn fuse(g: &ComputeGraph, dt: DataType, members: &[Member]) -> Result<GraphPatch
     split.set_opset(Some(split_opset));
     split.attrs_mut().set("axis", 0i64);
     split.add_input("input", desc(dt, &[total])).map_err(e)?;
-    split.add_input("split", desc(DataType::Int64, &[sizes.len() as i64])).map_err(e)?;
+    split
+        .add_input("split", desc(DataType::Int64, &[sizes.len() as i64]))
+        .map_err(e)?;
     for (i, &s) in sizes.iter().enumerate() {
-        split.add_output(&format!("outputs{i}"), desc(dt, &[s])).map_err(e)?;
+        split
+            .add_output(&format!("outputs{i}"), desc(dt, &[s]))
+            .map_err(e)?;
     }
     let split_sizes = p.add_node(int64_const(format!("{base}/fusion_split_sizes"), &sizes)?);
     let si = p.add_node(split);
@@ -161,7 +189,8 @@ fn fuse(g: &ComputeGraph, dt: DataType, members: &[Member]) -> Result<GraphPatch
         let mut r = OpDesc::new(format!("{base}/fusion_unflatten_{i}"), "Reshape");
         r.set_opset(opset.map(|o| o.max(5)));
         r.add_input("data", desc(dt, &[sizes[i]])).map_err(e)?;
-        r.add_input("shape", desc(DataType::Int64, &[m.dims.len() as i64])).map_err(e)?;
+        r.add_input("shape", desc(DataType::Int64, &[m.dims.len() as i64]))
+            .map_err(e)?;
         r.add_output("reshaped", desc(dt, &m.dims)).map_err(e)?;
         let ri = p.add_node(r);
         p.connect(Outlet::new_node(si, i), ri, 0);

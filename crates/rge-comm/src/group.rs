@@ -77,9 +77,7 @@ impl Groups {
             .map(|r| r.trim().parse::<usize>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| {
-                CommError::Invalid(format!(
-                    "--comm-group `{spec}`: ranks must be numbers ≥ 0"
-                ))
+                CommError::Invalid(format!("--comm-group `{spec}`: ranks must be numbers ≥ 0"))
             })?;
         self.define(name.trim(), &ranks)
     }

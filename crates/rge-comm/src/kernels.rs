@@ -22,7 +22,10 @@ struct Common {
 
 impl Common {
     fn new(init: &KernelInit<'_>, comm: &Arc<dyn Communicator>) -> KernelResult<Common> {
-        let group = init.str_opt("group")?.unwrap_or(crate::WORLD_GROUP).to_string();
+        let group = init
+            .str_opt("group")?
+            .unwrap_or(crate::WORLD_GROUP)
+            .to_string();
         let (_, n) = comm
             .member(&group)
             .map_err(|e| KernelError::attr("group", e.to_string()))?;
@@ -52,7 +55,10 @@ impl Common {
             .ok_or_else(|| {
                 KernelError::attr(
                     name,
-                    format!("rank {r} is outside group `{}` of {} ranks", self.group, self.n),
+                    format!(
+                        "rank {r} is outside group `{}` of {} ranks",
+                        self.group, self.n
+                    ),
                 )
             })
     }
@@ -69,7 +75,9 @@ fn check_reducible(t: DType) -> KernelResult<()> {
     if reducible(t) {
         Ok(())
     } else {
-        Err(KernelError::invalid(format!("{t} tensors cannot be reduced")))
+        Err(KernelError::invalid(format!(
+            "{t} tensors cannot be reduced"
+        )))
     }
 }
 
@@ -136,7 +144,9 @@ impl Kernel for AllGather {
         let x = ctx.input(0)?;
         let mut shape = x.shape().to_vec();
         if shape.is_empty() {
-            return Err(KernelError::invalid("HcomAllGather needs a tensor of rank ≥ 1"));
+            return Err(KernelError::invalid(
+                "HcomAllGather needs a tensor of rank ≥ 1",
+            ));
         }
         shape[0] *= self.c.n;
         let y = ctx.output_bytes(0, x.dtype(), &shape)?;

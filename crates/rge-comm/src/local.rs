@@ -119,7 +119,12 @@ impl LocalComm {
     }
 
     /// Posts `part` to this rank's next round of `group` and returns every member's part.
-    fn exchange(&self, op: &'static str, group: &str, part: &[u8]) -> CommResult<Vec<Arc<Vec<u8>>>> {
+    fn exchange(
+        &self,
+        op: &'static str,
+        group: &str,
+        part: &[u8],
+    ) -> CommResult<Vec<Arc<Vec<u8>>>> {
         let ranks = self.shared.groups.ranks(group)?;
         let (me, n) = self.member(group)?;
         let key = (group.to_string(), self.next_seq(group));
@@ -239,7 +244,10 @@ impl Communicator for LocalComm {
     ) -> CommResult<()> {
         const OP: &str = "HcomAllReduce";
         if recv.len() != send.len() {
-            return Err(size_error(OP, format!("{} bytes into {}", send.len(), recv.len())));
+            return Err(size_error(
+                OP,
+                format!("{} bytes into {}", send.len(), recv.len()),
+            ));
         }
         let parts = self.exchange(OP, group, send)?;
         self.uniform(OP, group, &parts)?;
@@ -254,7 +262,10 @@ impl Communicator for LocalComm {
         const OP: &str = "HcomBroadcast";
         let (_, n) = self.member(group)?;
         if root >= n {
-            return Err(size_error(OP, format!("root_rank {root} is outside group `{group}` of {n} ranks")));
+            return Err(size_error(
+                OP,
+                format!("root_rank {root} is outside group `{group}` of {n} ranks"),
+            ));
         }
         let parts = self.exchange(OP, group, buf)?;
         self.uniform(OP, group, &parts)?;
@@ -267,7 +278,15 @@ impl Communicator for LocalComm {
         let parts = self.exchange(OP, group, send)?;
         let len = self.uniform(OP, group, &parts)?;
         if recv.len() != len * parts.len() {
-            return Err(size_error(OP, format!("{} bytes from each of {} ranks into {}", len, parts.len(), recv.len())));
+            return Err(size_error(
+                OP,
+                format!(
+                    "{} bytes from each of {} ranks into {}",
+                    len,
+                    parts.len(),
+                    recv.len()
+                ),
+            ));
         }
         for (chunk, p) in recv.chunks_exact_mut(len.max(1)).zip(&parts) {
             chunk.copy_from_slice(p);
@@ -288,7 +307,10 @@ impl Communicator for LocalComm {
         let parts = self.exchange(OP, group, send)?;
         let len = self.uniform(OP, group, &parts)?;
         if len != recv.len() * n {
-            return Err(size_error(OP, format!("{len} bytes do not split into {n} blocks of {}", recv.len())));
+            return Err(size_error(
+                OP,
+                format!("{len} bytes do not split into {n} blocks of {}", recv.len()),
+            ));
         }
         let block = recv.len();
         let at = |p: &Arc<Vec<u8>>| p[me * block..(me + 1) * block].to_vec();
@@ -305,7 +327,10 @@ impl Communicator for LocalComm {
         let parts = self.exchange(OP, group, send)?;
         let len = self.uniform(OP, group, &parts)?;
         if len != recv.len() || len % n != 0 {
-            return Err(size_error(OP, format!("{len} bytes do not split into {n} equal blocks")));
+            return Err(size_error(
+                OP,
+                format!("{len} bytes do not split into {n} equal blocks"),
+            ));
         }
         let block = len / n;
         for (i, p) in parts.iter().enumerate() {
@@ -318,7 +343,13 @@ impl Communicator for LocalComm {
         let ranks = self.shared.groups.ranks(group)?;
         self.member(group)?;
         let Some(&to) = ranks.get(dest) else {
-            return Err(size_error("HcomSend", format!("dest_rank {dest} is outside group `{group}` of {} ranks", ranks.len())));
+            return Err(size_error(
+                "HcomSend",
+                format!(
+                    "dest_rank {dest} is outside group `{group}` of {} ranks",
+                    ranks.len()
+                ),
+            ));
         };
         let mut st = self.shared.lock();
         st.mail
@@ -352,7 +383,13 @@ impl Communicator for LocalComm {
         let ranks = self.shared.groups.ranks(group)?;
         self.member(group)?;
         let Some(&from) = ranks.get(src) else {
-            return Err(size_error(OP, format!("src_rank {src} is outside group `{group}` of {} ranks", ranks.len())));
+            return Err(size_error(
+                OP,
+                format!(
+                    "src_rank {src} is outside group `{group}` of {} ranks",
+                    ranks.len()
+                ),
+            ));
         };
         let key = (group.to_string(), from, self.rank, tag);
         let deadline = Instant::now() + self.shared.timeout;
@@ -362,7 +399,11 @@ impl Communicator for LocalComm {
                 return Ok(m);
             }
             if st.gone[from] {
-                return Err(CommError::RankGone { op: OP, group: group.into(), rank: from });
+                return Err(CommError::RankGone {
+                    op: OP,
+                    group: group.into(),
+                    rank: from,
+                });
             }
             let now = Instant::now();
             if now >= deadline {

@@ -67,9 +67,14 @@ impl std::fmt::Debug for MpiComm {
 
 /// True when this process was started by an MPI launcher (`mpirun`, `mpiexec`, srun).
 pub fn launched_by_mpi() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
 }
 
 impl MpiComm {
@@ -136,7 +141,12 @@ impl MpiComm {
     }
 
     /// Runs `f` (one collective) under the lock and the watchdog.
-    fn guarded<T>(&self, what: &str, group: &str, f: impl FnOnce() -> CommResult<T>) -> CommResult<T> {
+    fn guarded<T>(
+        &self,
+        what: &str,
+        group: &str,
+        f: impl FnOnce() -> CommResult<T>,
+    ) -> CommResult<T> {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         {
             let mut st = self.watch.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -147,13 +157,23 @@ impl MpiComm {
             self.watch.1.notify_all();
         }
         let r = f();
-        self.watch.0.lock().unwrap_or_else(|p| p.into_inner()).current = None;
+        self.watch
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .current = None;
         r
     }
 
     /// Checks every member gives `len` bytes (one all-reduce of two integers); on a mismatch
     /// gathers the sizes so every rank names the same culprit.
-    fn check_sizes(&self, c: &SimpleCommunicator, op: &'static str, group: &str, len: usize) -> CommResult<()> {
+    fn check_sizes(
+        &self,
+        c: &SimpleCommunicator,
+        op: &'static str,
+        group: &str,
+        len: usize,
+    ) -> CommResult<()> {
         let mine = [len as i64, -(len as i64)];
         let mut ext = [0i64; 2];
         c.all_reduce_into(&mine[..], &mut ext[..], SystemOperation::max());
@@ -228,18 +248,52 @@ fn cast_mut<T: bytemuck::Pod>(b: &mut [u8]) -> CommResult<&mut [T]> {
 macro_rules! typed {
     ($dtype:expr, $T:ident => $body:expr, $half:expr) => {
         match $dtype {
-            DType::Float => { type $T = f32; $body }
-            DType::Double => { type $T = f64; $body }
-            DType::Int8 => { type $T = i8; $body }
-            DType::Int16 => { type $T = i16; $body }
-            DType::Int32 => { type $T = i32; $body }
-            DType::Int64 => { type $T = i64; $body }
-            DType::Uint8 => { type $T = u8; $body }
-            DType::Uint16 => { type $T = u16; $body }
-            DType::Uint32 => { type $T = u32; $body }
-            DType::Uint64 => { type $T = u64; $body }
+            DType::Float => {
+                type $T = f32;
+                $body
+            }
+            DType::Double => {
+                type $T = f64;
+                $body
+            }
+            DType::Int8 => {
+                type $T = i8;
+                $body
+            }
+            DType::Int16 => {
+                type $T = i16;
+                $body
+            }
+            DType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            DType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            DType::Uint8 => {
+                type $T = u8;
+                $body
+            }
+            DType::Uint16 => {
+                type $T = u16;
+                $body
+            }
+            DType::Uint32 => {
+                type $T = u32;
+                $body
+            }
+            DType::Uint64 => {
+                type $T = u64;
+                $body
+            }
             DType::Float16 | DType::Bfloat16 => $half,
-            other => return Err(CommError::Invalid(format!("{other} tensors cannot be reduced"))),
+            other => {
+                return Err(CommError::Invalid(format!(
+                    "{other} tensors cannot be reduced"
+                )))
+            }
         }
     };
 }
@@ -281,11 +335,22 @@ impl Communicator for MpiComm {
         &self.groups
     }
 
-    fn all_reduce(&self, group: &str, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> CommResult<()> {
+    fn all_reduce(
+        &self,
+        group: &str,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: DType,
+        op: ReduceOp,
+    ) -> CommResult<()> {
         const OP: &str = "HcomAllReduce";
         let c = self.comm_of(group)?;
         if send.len() != recv.len() {
-            return Err(CommError::Invalid(format!("{OP}: {} bytes into {}", send.len(), recv.len())));
+            return Err(CommError::Invalid(format!(
+                "{OP}: {} bytes into {}",
+                send.len(),
+                recv.len()
+            )));
         }
         self.guarded(OP, group, || {
             self.check_sizes(c, OP, group, send.len())?;
@@ -306,7 +371,9 @@ impl Communicator for MpiComm {
         let c = self.comm_of(group)?;
         let (_, n) = self.member(group)?;
         if root >= n {
-            return Err(CommError::Invalid(format!("{OP}: root_rank {root} is outside group `{group}` of {n} ranks")));
+            return Err(CommError::Invalid(format!(
+                "{OP}: root_rank {root} is outside group `{group}` of {n} ranks"
+            )));
         }
         self.guarded(OP, group, || {
             self.check_sizes(c, OP, group, buf.len())?;
@@ -320,7 +387,11 @@ impl Communicator for MpiComm {
         let c = self.comm_of(group)?;
         let (_, n) = self.member(group)?;
         if recv.len() != send.len() * n {
-            return Err(CommError::Invalid(format!("{OP}: {} bytes from each of {n} ranks into {}", send.len(), recv.len())));
+            return Err(CommError::Invalid(format!(
+                "{OP}: {} bytes from each of {n} ranks into {}",
+                send.len(),
+                recv.len()
+            )));
         }
         self.guarded(OP, group, || {
             self.check_sizes(c, OP, group, send.len())?;
@@ -329,12 +400,23 @@ impl Communicator for MpiComm {
         })
     }
 
-    fn reduce_scatter(&self, group: &str, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> CommResult<()> {
+    fn reduce_scatter(
+        &self,
+        group: &str,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: DType,
+        op: ReduceOp,
+    ) -> CommResult<()> {
         const OP: &str = "HcomReduceScatter";
         let c = self.comm_of(group)?;
         let (_, n) = self.member(group)?;
         if send.len() != recv.len() * n {
-            return Err(CommError::Invalid(format!("{OP}: {} bytes do not split into {n} blocks of {}", send.len(), recv.len())));
+            return Err(CommError::Invalid(format!(
+                "{OP}: {} bytes do not split into {n} blocks of {}",
+                send.len(),
+                recv.len()
+            )));
         }
         self.guarded(OP, group, || {
             self.check_sizes(c, OP, group, send.len())?;
@@ -355,7 +437,10 @@ impl Communicator for MpiComm {
         let c = self.comm_of(group)?;
         let (_, n) = self.member(group)?;
         if send.len() != recv.len() || send.len() % n != 0 {
-            return Err(CommError::Invalid(format!("{OP}: {} bytes do not split into {n} equal blocks", send.len())));
+            return Err(CommError::Invalid(format!(
+                "{OP}: {} bytes do not split into {n} equal blocks",
+                send.len()
+            )));
         }
         self.guarded(OP, group, || {
             self.check_sizes(c, OP, group, send.len())?;
@@ -368,7 +453,9 @@ impl Communicator for MpiComm {
         let c = self.comm_of(group)?;
         let (_, n) = self.member(group)?;
         if dest >= n {
-            return Err(CommError::Invalid(format!("HcomSend: dest_rank {dest} is outside group `{group}` of {n} ranks")));
+            return Err(CommError::Invalid(format!(
+                "HcomSend: dest_rank {dest} is outside group `{group}` of {n} ranks"
+            )));
         }
         self.guarded("HcomSend", group, || {
             c.process_at_rank(dest as i32).send_with_tag(buf, tag);
@@ -397,10 +484,14 @@ impl Communicator for MpiComm {
         let c = self.comm_of(group)?;
         let (_, n) = self.member(group)?;
         if src >= n {
-            return Err(CommError::Invalid(format!("HcomReceive: src_rank {src} is outside group `{group}` of {n} ranks")));
+            return Err(CommError::Invalid(format!(
+                "HcomReceive: src_rank {src} is outside group `{group}` of {n} ranks"
+            )));
         }
         self.guarded("HcomReceive", group, || {
-            let (msg, _) = c.process_at_rank(src as i32).receive_vec_with_tag::<u8>(tag);
+            let (msg, _) = c
+                .process_at_rank(src as i32)
+                .receive_vec_with_tag::<u8>(tag);
             Ok(msg)
         })
     }

@@ -59,8 +59,21 @@ struct Weight {
 }
 
 const ACTIVATIONS: &[&str] = &[
-    "Relu", "Gelu", "Tanh", "Sigmoid", "Softplus", "Elu", "LeakyRelu", "Selu", "HardSigmoid",
-    "HardSwish", "Mish", "Erf", "Neg", "Abs", "Identity",
+    "Relu",
+    "Gelu",
+    "Tanh",
+    "Sigmoid",
+    "Softplus",
+    "Elu",
+    "LeakyRelu",
+    "Selu",
+    "HardSigmoid",
+    "HardSwish",
+    "Mish",
+    "Erf",
+    "Neg",
+    "Abs",
+    "Identity",
 ];
 
 fn sole_consumer(g: &ComputeGraph, n: NodeId) -> Option<(NodeId, usize)> {
@@ -117,7 +130,13 @@ fn elem_bytes(g: &ComputeGraph, c: NodeId) -> u64 {
 
 /// Replaces the value of const `c` ([rows, cols] row-major) by rows `r0..r1` or columns
 /// `c0..c1` (1-D constants: elements).
-fn slice_const(g: &mut ComputeGraph, c: NodeId, by_rows: bool, lo: usize, hi: usize) -> Result<(), String> {
+fn slice_const(
+    g: &mut ComputeGraph,
+    c: NodeId,
+    by_rows: bool,
+    lo: usize,
+    hi: usize,
+) -> Result<(), String> {
     let op = g.op(c).ok_or("no const")?;
     let t = op.const_value().ok_or("not a constant")?.clone();
     let dims: Vec<usize> = t.desc.shape().dims().iter().map(|&d| d as usize).collect();
@@ -185,7 +204,10 @@ fn unique_name(g: &ComputeGraph, base: &str) -> String {
 fn all_reduce_after(g: &mut ComputeGraph, n: NodeId) -> Result<String, String> {
     let err = |e: rge_ir::IrError| e.to_string();
     let op = g.op(n).ok_or("no node")?;
-    let desc = op.output(0).cloned().unwrap_or_else(|| TensorDesc::with_shape_dtype(Shape::unknown_rank(), DataType::Float));
+    let desc = op
+        .output(0)
+        .cloned()
+        .unwrap_or_else(|| TensorDesc::with_shape_dtype(Shape::unknown_rank(), DataType::Float));
     let name = unique_name(g, &format!("{}/tp_allreduce", op.name()));
     let mut ar = OpDesc::new(&name, "HcomAllReduce");
     ar.set_opset(op.opset());
@@ -223,11 +245,17 @@ fn int64_const(g: &mut ComputeGraph, after: NodeId, name: &str, v: i64) -> Resul
 /// Inserts `Slice(x, [lo], [hi], [-1])` on data input 0 of `n`.
 fn slice_input(g: &mut ComputeGraph, n: NodeId, lo: usize, hi: usize) -> Result<(), String> {
     let err = |e: rge_ir::IrError| e.to_string();
-    let src = g.node(n).and_then(|x| x.peer_of_input(0)).ok_or("no input")?;
+    let src = g
+        .node(n)
+        .and_then(|x| x.peer_of_input(0))
+        .ok_or("no input")?;
     let op = g.op(n).ok_or("no node")?;
     let base = op.name().to_string();
     let opset = op.opset();
-    let mut desc = op.input(0).cloned().unwrap_or_else(|| TensorDesc::with_shape_dtype(Shape::unknown_rank(), DataType::Float));
+    let mut desc = op
+        .input(0)
+        .cloned()
+        .unwrap_or_else(|| TensorDesc::with_shape_dtype(Shape::unknown_rank(), DataType::Float));
     desc.set_shape(Shape::unknown_rank());
     let starts = int64_const(g, n, &format!("{base}/tp_starts"), lo as i64)?;
     let ends = int64_const(g, n, &format!("{base}/tp_ends"), hi as i64)?;
@@ -241,7 +269,8 @@ fn slice_input(g: &mut ComputeGraph, n: NodeId, lo: usize, hi: usize) -> Result<
     s.add_input("axes", idx).map_err(err)?;
     s.add_output("output", desc).map_err(err)?;
     let sid = g.add_node_before(n, s).map_err(err)?;
-    g.insert_node_between(src, n.input(0), sid, 0, 0).map_err(err)?;
+    g.insert_node_between(src, n.input(0), sid, 0, 0)
+        .map_err(err)?;
     g.add_edge(starts, 0, sid, 1).map_err(err)?;
     g.add_edge(ends, 0, sid, 2).map_err(err)?;
     g.add_edge(axes, 0, sid, 3).map_err(err)?;
@@ -266,7 +295,11 @@ fn bias_after(g: &ComputeGraph, n: NodeId, width: usize) -> Option<(NodeId, Node
 }
 
 /// The partner B of column candidate `a`: reached through a bias Add and activations.
-fn partner(g: &ComputeGraph, a: NodeId, wa: &Weight) -> Option<(Option<(NodeId, NodeId)>, Vec<NodeId>, NodeId)> {
+fn partner(
+    g: &ComputeGraph,
+    a: NodeId,
+    wa: &Weight,
+) -> Option<(Option<(NodeId, NodeId)>, Vec<NodeId>, NodeId)> {
     let bias = bias_after(g, a, wa.n);
     let mut at = bias.map_or(a, |(add, _)| add);
     let mut chain = Vec::new();
@@ -297,7 +330,10 @@ pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport,
     let mut rep = ShardReport::default();
     let candidates: Vec<NodeId> = g
         .nodes_of(g.root())
-        .filter(|&x| g.op(x).is_some_and(|o| matches!(o.op_type(), "MatMul" | "Gemm")))
+        .filter(|&x| {
+            g.op(x)
+                .is_some_and(|o| matches!(o.op_type(), "MatMul" | "Gemm"))
+        })
         .collect();
     let mut done: Vec<NodeId> = Vec::new();
     for &a in &candidates {
@@ -338,8 +374,16 @@ pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport,
             slice_const(g, wb.konst, !wb.transposed, c0, c1)?;
             rep.weight_bytes_local += elem_bytes(g, wb.konst);
             gemm_bias_on_rank0(g, b, rank);
-            mark(g, a, format!("columns {c0}..{c1} of {} (rank {rank} of {n})", wa.n));
-            mark(g, b, format!("rows {c0}..{c1} of {} (rank {rank} of {n})", wb.k));
+            mark(
+                g,
+                a,
+                format!("columns {c0}..{c1} of {} (rank {rank} of {n})", wa.n),
+            );
+            mark(
+                g,
+                b,
+                format!("rows {c0}..{c1} of {} (rank {rank} of {n})", wb.k),
+            );
             rep.column.push(name);
             rep.row.push(g.name_of(b).to_string());
             rep.collectives.push(all_reduce_after(g, b)?);
@@ -348,7 +392,8 @@ pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport,
         }
         if wa.k % n != 0 {
             rep.weight_bytes_local += elem_bytes(g, wa.konst);
-            rep.kept.push((name, format!("K = {} does not split into {n} parts", wa.k)));
+            rep.kept
+                .push((name, format!("K = {} does not split into {n} parts", wa.k)));
             continue;
         }
         let (r0, r1) = part(wa.k, rank, n);
@@ -356,7 +401,11 @@ pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport,
         slice_const(g, wa.konst, !wa.transposed, r0, r1)?;
         rep.weight_bytes_local += elem_bytes(g, wa.konst);
         gemm_bias_on_rank0(g, a, rank);
-        mark(g, a, format!("rows {r0}..{r1} of {} (rank {rank} of {n})", wa.k));
+        mark(
+            g,
+            a,
+            format!("rows {r0}..{r1} of {} (rank {rank} of {n})", wa.k),
+        );
         rep.row.push(name);
         rep.collectives.push(all_reduce_after(g, a)?);
         done.push(a);

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rge_comm::{gather_to_root, local_world, CommError, Communicator, Groups, ReduceOp, WORLD_GROUP};
+use rge_comm::{
+    gather_to_root, local_world, CommError, Communicator, Groups, ReduceOp, WORLD_GROUP,
+};
 use rge_kernels::DType;
 
 const W: &str = WORLD_GROUP;
@@ -37,11 +39,15 @@ fn values<T: bytemuck::Pod>(b: &[u8]) -> Vec<T> {
 
 /// Rank r's data: 6 values depending on r.
 fn data_f32(r: usize) -> Vec<f32> {
-    (0..6).map(|i| (i as f32 - 2.5) * (r as f32 + 1.0) + r as f32).collect()
+    (0..6)
+        .map(|i| (i as f32 - 2.5) * (r as f32 + 1.0) + r as f32)
+        .collect()
 }
 
 fn data_i32(r: usize) -> Vec<i32> {
-    (0..6).map(|i| (i - 3) * (r as i32 + 2) + 7 * r as i32).collect()
+    (0..6)
+        .map(|i| (i - 3) * (r as i32 + 2) + 7 * r as i32)
+        .collect()
 }
 
 fn fold<T: Copy>(parts: &[Vec<T>], f: impl Fn(T, T) -> T) -> Vec<T> {
@@ -85,10 +91,12 @@ fn all_reduce_other_dtypes() {
         let r = c.rank() as f64;
         let x = bytes(&[r, -r, 0.5 * r]);
         let mut y = vec![0u8; x.len()];
-        c.all_reduce(W, &x, &mut y, DType::Double, ReduceOp::Sum).unwrap();
+        c.all_reduce(W, &x, &mut y, DType::Double, ReduceOp::Sum)
+            .unwrap();
         let xu = bytes(&[c.rank() as u8 * 10, 200]);
         let mut yu = vec![0u8; 2];
-        c.all_reduce(W, &xu, &mut yu, DType::Uint8, ReduceOp::Max).unwrap();
+        c.all_reduce(W, &xu, &mut yu, DType::Uint8, ReduceOp::Max)
+            .unwrap();
         (values::<f64>(&y), yu)
     });
     for (y, yu) in got {
@@ -110,19 +118,29 @@ fn broadcast_all_gather_reduce_scatter_all_to_all() {
             // 2·n values: block i of the reduction goes to rank i.
             let s: Vec<f32> = (0..2 * n).map(|i| (i * (r + 1)) as f32).collect();
             let mut rs = vec![0u8; 8];
-            c.reduce_scatter(W, &bytes(&s), &mut rs, DType::Float, ReduceOp::Sum).unwrap();
+            c.reduce_scatter(W, &bytes(&s), &mut rs, DType::Float, ReduceOp::Sum)
+                .unwrap();
             // Element j of rank r: 100·r + j; block j goes to rank j.
             let a: Vec<i32> = (0..n).map(|j| (100 * r + j) as i32).collect();
             let mut t = vec![0u8; 4 * n];
             c.all_to_all(W, &bytes(&a), &mut t).unwrap();
-            (values::<f32>(&b), values::<i32>(&g), values::<f32>(&rs), values::<i32>(&t))
+            (
+                values::<f32>(&b),
+                values::<i32>(&g),
+                values::<f32>(&rs),
+                values::<i32>(&t),
+            )
         });
         let gather_want: Vec<i32> = (0..n).flat_map(data_i32).collect();
         let tri = (n * (n + 1) / 2) as f32;
         for (r, (b, g, rs, t)) in got.into_iter().enumerate() {
             assert_eq!(b, data_f32(n - 1), "broadcast, {n} ranks, rank {r}");
             assert_eq!(g, gather_want, "all-gather, {n} ranks, rank {r}");
-            assert_eq!(rs, [(2 * r) as f32 * tri, (2 * r + 1) as f32 * tri], "reduce-scatter, rank {r}");
+            assert_eq!(
+                rs,
+                [(2 * r) as f32 * tri, (2 * r + 1) as f32 * tri],
+                "reduce-scatter, rank {r}"
+            );
             let want: Vec<i32> = (0..n).map(|i| (100 * i + r) as i32).collect();
             assert_eq!(t, want, "all-to-all, {n} ranks, rank {r}");
         }
@@ -159,13 +177,22 @@ fn groups_run_on_their_members_only() {
         let mut y = vec![0u8; 8];
         let odd = c.all_reduce("odd", &x, &mut y, DType::Int64, ReduceOp::Sum);
         let mut w = vec![0u8; 8];
-        c.all_reduce(W, &x, &mut w, DType::Int64, ReduceOp::Sum).unwrap();
+        c.all_reduce(W, &x, &mut w, DType::Int64, ReduceOp::Sum)
+            .unwrap();
         let mut b = bytes(&[c.rank() as i64]);
         let bc = c.broadcast("odd", &mut b, 0).map(|_| values::<i64>(&b)[0]);
-        (odd.map(|_| values::<i64>(&y)[0]).ok(), values::<i64>(&w)[0], bc.ok())
+        (
+            odd.map(|_| values::<i64>(&y)[0]).ok(),
+            values::<i64>(&w)[0],
+            bc.ok(),
+        )
     });
     assert_eq!(got[0], (None, 6, None));
-    assert_eq!(got[1], (Some(4), 6, Some(3)), "group rank 0 of `odd` is world rank 3");
+    assert_eq!(
+        got[1],
+        (Some(4), 6, Some(3)),
+        "group rank 0 of `odd` is world rank 3"
+    );
     assert_eq!(got[2], (None, 6, None));
     assert_eq!(got[3], (Some(4), 6, Some(3)));
 }
@@ -181,7 +208,10 @@ fn mismatched_sizes_fail_on_every_rank() {
             .to_string()
     });
     for e in got {
-        assert!(e.contains("rank 1 gave 20 bytes where rank 0 gave 16"), "{e}");
+        assert!(
+            e.contains("rank 1 gave 20 bytes where rank 0 gave 16"),
+            "{e}"
+        );
     }
 }
 
@@ -194,9 +224,15 @@ fn a_rank_that_leaves_fails_the_others_at_once() {
         }
         let x = [0u8; 4];
         let mut y = [0u8; 4];
-        Some(c.all_reduce(W, &x, &mut y, DType::Float, ReduceOp::Sum).unwrap_err())
+        Some(
+            c.all_reduce(W, &x, &mut y, DType::Float, ReduceOp::Sum)
+                .unwrap_err(),
+        )
     });
-    assert!(t0.elapsed() < Duration::from_secs(10), "waited for the timeout");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "waited for the timeout"
+    );
     for e in got.into_iter().flatten() {
         assert!(matches!(e, CommError::RankGone { rank: 2, .. }), "{e}");
     }
@@ -213,11 +249,18 @@ fn a_rank_that_never_arrives_times_out() {
             std::thread::sleep(Duration::from_millis(1500));
             return None;
         }
-        Some(c.all_reduce(W, &x, &mut y, DType::Float, ReduceOp::Sum).unwrap_err().to_string())
+        Some(
+            c.all_reduce(W, &x, &mut y, DType::Float, ReduceOp::Sum)
+                .unwrap_err()
+                .to_string(),
+        )
     });
     assert!(t0.elapsed() < Duration::from_secs(5));
     let e = got[0].clone().unwrap();
-    assert!(e.contains("timed out after 0.3 s waiting for rank(s) [1]"), "{e}");
+    assert!(
+        e.contains("timed out after 0.3 s waiting for rank(s) [1]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -225,16 +268,24 @@ fn unknown_groups_and_collectives_that_differ_are_errors() {
     let got = on_ranks(Groups::world(2), Duration::from_secs(10), |c| {
         let x = [0u8; 4];
         let mut y = [0u8; 4];
-        let unknown = c.all_gather("nope", &x, &mut [0u8; 8]).unwrap_err().to_string();
+        let unknown = c
+            .all_gather("nope", &x, &mut [0u8; 8])
+            .unwrap_err()
+            .to_string();
         let r = if c.rank() == 0 {
-            c.all_reduce(W, &x, &mut y, DType::Float, ReduceOp::Sum).err()
+            c.all_reduce(W, &x, &mut y, DType::Float, ReduceOp::Sum)
+                .err()
         } else {
             std::thread::sleep(Duration::from_millis(100));
             c.all_gather(W, &x, &mut [0u8; 8]).err()
         };
         (unknown, r.map(|e| e.to_string()))
     });
-    assert!(got[0].0.contains("group `nope` is not defined"), "{}", got[0].0);
+    assert!(
+        got[0].0.contains("group `nope` is not defined"),
+        "{}",
+        got[0].0
+    );
     let e = got[1].1.clone().unwrap();
     assert!(e.contains("ranks disagree"), "{e}");
 }
