@@ -35,9 +35,12 @@ fn str_attr(op: &OpDesc, k: &str) -> String {
         .to_string()
 }
 
-/// Groups of fusable all-reduces by (group, reduction, dtype, fusion_id), in node order.
+/// What all-reduces must share to fuse: (group, reduction, dtype, fusion_id).
+type FusionKey = (String, String, String, i64);
+
+/// Groups of fusable all-reduces by [`FusionKey`], in node order.
 fn fusion_groups(g: &ComputeGraph) -> Vec<(DataType, Vec<Member>)> {
-    let mut by: BTreeMap<(String, String, String, i64), (DataType, Vec<Member>)> = BTreeMap::new();
+    let mut by: BTreeMap<FusionKey, (DataType, Vec<Member>)> = BTreeMap::new();
     for n in g.nodes_of(g.root()) {
         let Some(op) = g.op(n) else { continue };
         if op.op_type() != "HcomAllReduce" || op.attrs().get_int("fusion").ok().flatten() != Some(2)

@@ -294,12 +294,11 @@ fn bias_after(g: &ComputeGraph, n: NodeId, width: usize) -> Option<(NodeId, Node
     })
 }
 
+/// A partner found: the bias (Add, constant) after A, the activations between, and B.
+type Partner = (Option<(NodeId, NodeId)>, Vec<NodeId>, NodeId);
+
 /// The partner B of column candidate `a`: reached through a bias Add and activations.
-fn partner(
-    g: &ComputeGraph,
-    a: NodeId,
-    wa: &Weight,
-) -> Option<(Option<(NodeId, NodeId)>, Vec<NodeId>, NodeId)> {
+fn partner(g: &ComputeGraph, a: NodeId, wa: &Weight) -> Option<Partner> {
     let bias = bias_after(g, a, wa.n);
     let mut at = bias.map_or(a, |(add, _)| add);
     let mut chain = Vec::new();
