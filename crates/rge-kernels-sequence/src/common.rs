@@ -22,38 +22,49 @@ pub trait Acc:
     /// [`gemm`].
     fn gemm_raw(g: &Gemm, a: &[Self], b: &[Self], c: &mut [Self]) -> KernelResult<()>;
 
+    // The engine's fast paths ([`FastGemm`]) take f32 only: these defaults say "not taken",
+    // and the f32 impl overrides them.
+
     /// `g` on an engine's [`FastGemm`] when this is f32 and `g` is the `A·Bᵀ` form it takes
     /// (row-major A, B and C, no accumulation); false when it is not (then use [`gemm`]).
     fn fast_gemm(
-        fast: &dyn FastGemm,
-        g: &Gemm,
-        a: &[Self],
-        b: &[Self],
-        c: &mut [Self],
-        threads: usize,
-    ) -> KernelResult<bool>;
+        _fast: &dyn FastGemm,
+        _g: &Gemm,
+        _a: &[Self],
+        _b: &[Self],
+        _c: &mut [Self],
+        _threads: usize,
+    ) -> KernelResult<bool> {
+        Ok(false)
+    }
 
     /// `b` (`n×k`, row stride `ldb`) prepared once by the engine for many `a·bᵀ` (f32 only).
     fn fast_prepare_bt(
-        fast: &dyn FastGemm,
-        b: &[Self],
-        n: usize,
-        k: usize,
-        ldb: usize,
-    ) -> KernelResult<Option<Box<dyn PreparedBt>>>;
+        _fast: &dyn FastGemm,
+        _b: &[Self],
+        _n: usize,
+        _k: usize,
+        _ldb: usize,
+    ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+        Ok(None)
+    }
 
     /// `xs = act(xs)` on the engine's vector code; false when this is not f32 or the engine
     /// lacks `act` (then apply it element by element).
-    fn fast_activate(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [Self]) -> bool;
+    fn fast_activate(_fast: &dyn FastGemm, _act: &crate::rnn::Act, _xs: &mut [Self]) -> bool {
+        false
+    }
 
     /// `c = a·bᵀ` with a prepared `b`; false when this is not f32.
     fn fast_prepared(
-        prep: &dyn PreparedBt,
-        m: usize,
-        a: (&[Self], usize),
-        c: (&mut [Self], usize),
-        threads: usize,
-    ) -> KernelResult<bool>;
+        _prep: &dyn PreparedBt,
+        _m: usize,
+        _a: (&[Self], usize),
+        _c: (&mut [Self], usize),
+        _threads: usize,
+    ) -> KernelResult<bool> {
+        Ok(false)
+    }
 
     /// Converts from f64 (rounding to the compute type).
     fn of(v: f64) -> Self {
@@ -155,42 +166,9 @@ fn a_bt_form(g: &Gemm) -> Option<(usize, usize, usize)> {
 }
 
 macro_rules! acc_impl {
-    ($t:ty, $f:path, $fast:expr, $prepare:expr, $prepared:expr, $activate:expr) => {
+    ($t:ty, $f:path $(, $fast:item)*) => {
         impl Acc for $t {
-            fn fast_activate(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [Self]) -> bool {
-                $activate(fast, act, xs)
-            }
-
-            fn fast_gemm(
-                fast: &dyn FastGemm,
-                g: &Gemm,
-                a: &[Self],
-                b: &[Self],
-                c: &mut [Self],
-                threads: usize,
-            ) -> KernelResult<bool> {
-                $fast(fast, g, a, b, c, threads)
-            }
-
-            fn fast_prepare_bt(
-                fast: &dyn FastGemm,
-                b: &[Self],
-                n: usize,
-                k: usize,
-                ldb: usize,
-            ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
-                $prepare(fast, b, n, k, ldb)
-            }
-
-            fn fast_prepared(
-                prep: &dyn PreparedBt,
-                m: usize,
-                a: (&[Self], usize),
-                c: (&mut [Self], usize),
-                threads: usize,
-            ) -> KernelResult<bool> {
-                $prepared(prep, m, a, c, threads)
-            }
+            $($fast)*
 
             fn gemm_raw(g: &Gemm, a: &[Self], b: &[Self], c: &mut [Self]) -> KernelResult<()> {
                 if !fits(g, a.len(), b.len(), c.len()) {
@@ -239,99 +217,47 @@ macro_rules! acc_impl {
         }
     };
 }
-/// f32: the engine's GEMM takes the `A·Bᵀ` form.
-fn fast_f32(
-    fast: &dyn FastGemm,
-    g: &Gemm,
-    a: &[f32],
-    b: &[f32],
-    c: &mut [f32],
-    threads: usize,
-) -> KernelResult<bool> {
-    let Some((lda, ldb, ldc)) = a_bt_form(g) else {
-        return Ok(false);
-    };
-    fast.a_bt(g.m, g.n, g.k, (a, lda), (b, ldb), (c, ldc), threads)?;
-    Ok(true)
-}
-
-/// f64: always the generic GEMM.
-fn fast_f64(
-    _: &dyn FastGemm,
-    _: &Gemm,
-    _: &[f64],
-    _: &[f64],
-    _: &mut [f64],
-    _: usize,
-) -> KernelResult<bool> {
-    Ok(false)
-}
-
-fn prepare_f32(
-    fast: &dyn FastGemm,
-    b: &[f32],
-    n: usize,
-    k: usize,
-    ldb: usize,
-) -> KernelResult<Option<Box<dyn PreparedBt>>> {
-    fast.prepare_bt(b, n, k, ldb)
-}
-
-fn prepare_f64(
-    _: &dyn FastGemm,
-    _: &[f64],
-    _: usize,
-    _: usize,
-    _: usize,
-) -> KernelResult<Option<Box<dyn PreparedBt>>> {
-    Ok(None)
-}
-
-fn prepared_f32(
-    prep: &dyn PreparedBt,
-    m: usize,
-    a: (&[f32], usize),
-    c: (&mut [f32], usize),
-    threads: usize,
-) -> KernelResult<bool> {
-    prep.a_bt(m, a, c, threads)?;
-    Ok(true)
-}
-
-fn prepared_f64(
-    _: &dyn PreparedBt,
-    _: usize,
-    _: (&[f64], usize),
-    _: (&mut [f64], usize),
-    _: usize,
-) -> KernelResult<bool> {
-    Ok(false)
-}
-
-fn activate_f32(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [f32]) -> bool {
-    fast.activate(act, xs)
-}
-
-fn activate_f64(_: &dyn FastGemm, _: &crate::rnn::Act, _: &mut [f64]) -> bool {
-    false
-}
-
 acc_impl!(
     f32,
     matrixmultiply::sgemm,
-    fast_f32,
-    prepare_f32,
-    prepared_f32,
-    activate_f32
+    fn fast_gemm(
+        fast: &dyn FastGemm,
+        g: &Gemm,
+        a: &[f32],
+        b: &[f32],
+        c: &mut [f32],
+        threads: usize,
+    ) -> KernelResult<bool> {
+        let Some((lda, ldb, ldc)) = a_bt_form(g) else {
+            return Ok(false);
+        };
+        fast.a_bt(g.m, g.n, g.k, (a, lda), (b, ldb), (c, ldc), threads)?;
+        Ok(true)
+    },
+    fn fast_prepare_bt(
+        fast: &dyn FastGemm,
+        b: &[f32],
+        n: usize,
+        k: usize,
+        ldb: usize,
+    ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+        fast.prepare_bt(b, n, k, ldb)
+    },
+    fn fast_activate(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [f32]) -> bool {
+        fast.activate(act, xs)
+    },
+    fn fast_prepared(
+        prep: &dyn PreparedBt,
+        m: usize,
+        a: (&[f32], usize),
+        c: (&mut [f32], usize),
+        threads: usize,
+    ) -> KernelResult<bool> {
+        prep.a_bt(m, a, c, threads)?;
+        Ok(true)
+    }
 );
-acc_impl!(
-    f64,
-    matrixmultiply::dgemm,
-    fast_f64,
-    prepare_f64,
-    prepared_f64,
-    activate_f64
-);
+acc_impl!(f64, matrixmultiply::dgemm);
 
 /// Checked GEMM: `C ← A·B` (or `C += A·B`); errors when a stride would leave a slice.
 pub fn gemm<F: Acc>(g: Gemm, a: &[F], b: &[F], c: &mut [F]) -> KernelResult<()> {

@@ -257,6 +257,16 @@ pub fn flat_blocker(graph: &ComputeGraph, n: NodeId) -> Option<String> {
     None
 }
 
+/// How many of a loop node's `inputs` inputs are its formal ones (the rest are captured outer
+/// values the ONNX importer appended): its `_onnx_formal_inputs`, else all of them.
+fn formal_count(op: &rge_ir::OpDesc, inputs: usize) -> usize {
+    op.attrs()
+        .get_int(rge_formats::onnx::names::FORMAL_INPUTS)
+        .ok()
+        .flatten()
+        .map_or(inputs, |v| (v.max(0) as usize).min(inputs))
+}
+
 impl Lowering<'_> {
     /// A planned slot of no node (a loop counter, a switch index, a staging copy).
     fn temp_slot(&mut self, name: String, dtype: DType, shape: Dims) -> RuntimeResult<u32> {
@@ -640,12 +650,7 @@ impl Lowering<'_> {
         let name = op.name().to_string();
         let body = subgraph_named(graph, n, "body", 0)
             .ok_or_else(|| lower_err(graph, n, "Loop has no body"))?;
-        let formal = op
-            .attrs()
-            .get_int("_onnx_formal_inputs")
-            .ok()
-            .flatten()
-            .map_or(parent.len(), |v| (v.max(0) as usize).min(parent.len()));
+        let formal = formal_count(op, parent.len());
         if formal < 2 {
             return Err(lower_err(graph, n, "Loop needs inputs M and cond"));
         }
@@ -801,12 +806,7 @@ impl Lowering<'_> {
             .ok_or_else(|| lower_err(graph, n, "While has no cond subgraph"))?;
         let body_g = subgraph_named(graph, n, "body", 1)
             .ok_or_else(|| lower_err(graph, n, "While has no body subgraph"))?;
-        let formal = op
-            .attrs()
-            .get_int("_onnx_formal_inputs")
-            .ok()
-            .flatten()
-            .map_or(parent.len(), |v| (v.max(0) as usize).min(parent.len()));
+        let formal = formal_count(op, parent.len());
         if op.output_count() > formal {
             return Err(lower_err(
                 graph,

@@ -715,24 +715,9 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
             conv(&mut cx, n)?;
         }
         if let (Some(early), Some(taken)) = (early.as_mut(), taken) {
-            let slots = (0..graph.node(n).map_or(0, |nd| nd.in_data_count()))
-                .map(|i| {
-                    let s = cx.steps.get(before)?.inputs.get(i).copied().flatten()?;
-                    let slot = &cx.slots[s as usize];
-                    match (slot.storage, slot.view) {
-                        (Storage::Const(k), false) => Some(k),
-                        _ => None,
-                    }
-                })
-                .collect::<Vec<_>>();
-            early.after_node(
-                graph,
-                n,
-                &cx.steps[before..],
-                |i| slots.get(i).copied().flatten(),
-                &mut cx.consts,
-                taken,
-            );
+            for k in early.after_node(graph, n, &cx.steps[before..], &cx.slots, taken) {
+                cx.consts[k] = cx.consts[k].released();
+            }
         }
         if cx.steps.len() > before {
             let node = graph

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 
 use rge_ir::{AttrValue, ComputeGraph, NodeId};
 
-use crate::program::{Program, Step, Storage};
+use smallvec::SmallVec;
+
+use crate::program::{Program, Slot, Step, Storage};
 
 /// The root graph's constant tensors, moved out of their Const nodes while a program for
 /// running is lowered (each node keeps an empty `value` of the same desc). The lowering reads
@@ -116,18 +118,20 @@ impl EarlyRelease {
     }
 
     /// After node `n` was lowered into `steps` (its new steps): counts each of its constant
-    /// inputs as absorbed or not, and releases (in `consts` and `taken`) those whose readers
-    /// are all lowered and all absorbed them.
+    /// inputs as absorbed or not; returns the program constants (indices) whose readers are
+    /// all lowered and all absorbed them, for the caller to release (dropped from `taken`).
     pub(crate) fn after_node(
         &mut self,
         graph: &ComputeGraph,
         n: NodeId,
         steps: &[Step],
-        const_of_input: impl Fn(usize) -> Option<u32>,
-        consts: &mut [rge_kernels::Tensor],
+        slots: &[Slot],
         taken: &TakenConsts,
-    ) {
-        let Some(node) = graph.node(n) else { return };
+    ) -> SmallVec<[usize; 2]> {
+        let mut release = SmallVec::new();
+        let Some(node) = graph.node(n) else {
+            return release;
+        };
         for i in 0..node.in_data_count() {
             let Some(p) = node.peer_of_input(i) else {
                 continue;
@@ -135,22 +139,28 @@ impl EarlyRelease {
             let Some(entry) = self.pending.get_mut(&p.node) else {
                 continue;
             };
-            let k = const_of_input(i);
             // One step that reads the constant itself (not a view of it) at input i and
             // keeps its own copy.
-            let absorbed = k.is_some()
-                && matches!(steps, [step] if step.kernel.absorbed_inputs().contains(&i));
-            entry.0 = entry.0.saturating_sub(1);
-            entry.1 |= !absorbed;
-            if entry.0 == 0 && !entry.1 {
-                if let Some(k) = k {
-                    let k = k as usize;
-                    consts[k] = consts[k].released();
+            let k = match steps {
+                [step] if step.kernel.absorbed_inputs().contains(&i) => {
+                    step.inputs.get(i).copied().flatten().and_then(|s| {
+                        match (slots[s as usize].storage, slots[s as usize].view) {
+                            (Storage::Const(k), false) => Some(k as usize),
+                            _ => None,
+                        }
+                    })
                 }
+                _ => None,
+            };
+            entry.0 = entry.0.saturating_sub(1);
+            entry.1 |= k.is_none();
+            if entry.0 == 0 && !entry.1 {
+                release.extend(k);
                 taken.drop_value(p.node);
                 self.pending.remove(&p.node);
             }
         }
+        release
     }
 }
 

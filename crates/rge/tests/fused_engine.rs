@@ -3,39 +3,19 @@
 //! included); the near misses stay unfused and correct: an inner value with a reader outside
 //! the tree, a broadcast the fused kernel does not take, a dtype it lacks.
 
-use prost::Message;
+#[path = "common/net.rs"]
+mod net;
+
+use net::{graph_of, vi};
 use rge::engines::{engine_set, EngineArgs};
 use rge_formats::onnx_proto::{
-    tensor_shape_proto, type_proto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
-    TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, ValueInfoProto,
 };
 use rge_kernels::{Tensor, Value};
 use rge_runtime::{Session, SessionOptions};
 
 const FLOAT: i32 = 1;
 const DOUBLE: i32 = 11;
-
-fn vi(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: name.into(),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: elem,
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| tensor_shape_proto::Dimension {
-                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 fn node(op: &str, name: &str, ins: &[&str], out: &str) -> NodeProto {
     NodeProto {
@@ -88,10 +68,7 @@ fn values(n: usize, seed: usize) -> Vec<f32> {
 fn run(m: &ModelProto, args: EngineArgs, inputs: &[Value]) -> (Vec<Tensor>, Vec<(String, String)>) {
     let set = engine_set(&args).unwrap();
     let s = Session::new(SessionOptions::with_engines(set)).unwrap();
-    let g = rge_formats::onnx::import_bytes(bytes::Bytes::from(m.encode_to_vec()), "t.onnx")
-        .unwrap()
-        .graph;
-    let model = s.compile_graph(g).unwrap();
+    let model = s.compile_graph(graph_of(m)).unwrap();
     let placed = model
         .program()
         .steps

@@ -9,7 +9,7 @@ use rge_kernels::{
 use super::functional::{formal_values, ge_truthy};
 use super::tensors::{reverse_items, slice_axis, stack};
 
-const FORMAL_INPUTS: &str = "_onnx_formal_inputs";
+use rge_formats::onnx::names::FORMAL_INPUTS;
 
 pub(crate) fn formal_inputs(init: &KernelInit<'_>) -> KernelResult<Option<usize>> {
     Ok(init.int_opt(FORMAL_INPUTS)?.map(|v| v.max(0) as usize))
