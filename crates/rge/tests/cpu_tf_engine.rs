@@ -189,8 +189,12 @@ fn graph(c: &Json, edit: &dyn Fn(&mut OpDesc)) -> ComputeGraph {
     g
 }
 
+/// A path of its own for each call: tests run in parallel and several write the same case's
+/// graph, so a shared name lets one test read a file another is still writing.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rge-cpu-tf-test-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("rge-cpu-tf-test-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }
