@@ -665,7 +665,9 @@ impl Kernel for ConvKernel {
             (IM2COL_TILE_FLOATS / kk.max(1)).max(128) / 32 * 32
         };
         let work = cout_g.saturating_mul(ohw).saturating_mul(kk);
-        let parallel = t > 1 && ohw >= 64 * t && work >= PAR_TILE_WORK;
+        // A pointwise Conv has no im2col to share out: one GEMM over all columns, split by the
+        // GEMM driver, writes C in place (parallel tiles would each allocate and copy a part).
+        let parallel = t > 1 && !pointwise && ohw >= 64 * t && work >= PAR_TILE_WORK;
         let mut tiles = ohw.div_ceil(tile_max.max(1));
         if parallel {
             tiles = tiles.div_ceil(t) * t;
