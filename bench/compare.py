@@ -436,6 +436,9 @@ def main():
                     help="models of make_models.py (default: all); commas also separate")
     ap.add_argument("--layers", action="store_true", help="also the single-op layer families")
     ap.add_argument("--no-models", action="store_true", help="skip the whole models (with --layers)")
+    ap.add_argument("--families", default="", metavar="NAMES",
+                    help="with --layers, only these layer families (comma separated, e.g. "
+                         "mobilenetv2_conv,matmul_2048; default: all)")
     ap.add_argument("--skip", default="", help="peers to leave out: rge, ort, ov (comma separated)")
     ap.add_argument("--rge-args", default="", metavar="ARGS",
                     help="more options for rge bench, e.g. \"--exclude-engines dense\"")
@@ -511,6 +514,12 @@ def main():
         except PeerError as e:
             notes.append(str(e))
         fams = layer_models(args, mm)
+        wanted = [f for f in args.families.split(",") if f]
+        unknown = [f for f in wanted if f not in fams]
+        if unknown:
+            ap.error(f"--families: unknown {', '.join(unknown)} (families: {', '.join(fams)})")
+        if wanted:
+            fams = {f: v for f, v in fams.items() if f in wanted}
         lrows, summary = [], {}
         for fam, layers in fams.items():
             for l in layers:

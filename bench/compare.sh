@@ -2,7 +2,7 @@
 # rge beside ONNX Runtime and OpenVINO on the models of ../shared/bench/make_models.py (and, with
 # --layers, on single-op models of their Conv and MatMul layers), same inputs, same run.
 #
-#   bash bench/compare.sh [--threads 1,2] [--runs N] [--warmup N] [--only NAME…] [--layers] [--json]
+#   bash bench/compare.sh [--threads 1,2] [--runs N] [--warmup N] [--only NAME…] [--layers [--families F,…]] [--json]
 #
 # Installs onnxruntime and openvino (pinned below) into build/venv, the venv
 # scripts/gen_onnx_node_tests.sh makes, builds the release rge, generates the models into

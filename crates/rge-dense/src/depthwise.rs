@@ -1,11 +1,18 @@
 //! Depthwise 2-D convolution (groups = input channels = output channels, MobileNet's 3×3
 //! layers): a direct kernel, because as a GEMM each channel is a 1-row product that no
-//! microkernel can keep busy. Each channel's image is first copied into a zero-padded plane
-//! whose rows are split into their stride phases, so every tap of every output row reads
-//! contiguous memory with no bounds to test; 16 output columns are then accumulated over all
-//! taps in registers and stored once. The same loops are compiled for AVX-512, AVX2+FMA and
-//! the baseline, chosen at run time (`plane`); the baseline is the scalar twin the tests
-//! compare against.
+//! microkernel can keep busy.
+//!
+//! Each channel's padded image is split into its `stride_h × stride_w` phase sub-images
+//! (phase `(pr, pc)` holds padded pixels `(r·sh + pr, c·sw + pc)`), each `wq` columns wide,
+//! `wq` being the output width plus the filter's reach in that phase. Then every tap of the
+//! filter reads one phase at one fixed offset from the output pixel's flat index `oy·wq + ox`:
+//! the whole plane is one contiguous vector loop (rows do not end a vector, so 7×7 planes
+//! waste little), and the `wq − ow` extra columns of each row are dropped when the result is
+//! copied out. The tap offsets are computed once per convolution ([`DwPlan`]); the padding
+//! zeros are the same for every channel, so the scratch is zeroed once and each channel only
+//! rewrites the pixels inside its image. The same loops are compiled for AVX-512, AVX2+FMA and
+//! the baseline, chosen at run time ([`DwPlan::plane`]); the baseline is the scalar twin the
+//! tests compare against.
 
 /// The geometry of one depthwise convolution over a `[C, H, W]` image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,168 +31,231 @@ pub struct DwGeometry {
     pub ow: usize,
 }
 
+use crate::gather::gather_strided;
 /// The instruction sets the kernel is compiled for: the GEMM's, detected the same way.
 pub use crate::gemm::Isa;
+use crate::gemm::{activation, Activation};
+use rge_simd::{Scalar, Simd};
 
-/// The padded width of one phase of a row: phase `p` of a padded row holds its columns
-/// `p, p + s, p + 2s, …`.
-fn phase_len(g: &DwGeometry) -> usize {
-    let reach = (g.kw - 1) * g.dil_w;
-    // Enough for the last output column's last tap: (ow-1)·s + reach, split into s phases.
-    ((g.ow.max(1) - 1) * g.stride_w + reach) / g.stride_w + 1
+/// Output values computed together by the narrowest chunk (one AVX-512 register).
+const LANES: usize = 16;
+
+/// What one depthwise convolution needs per channel, computed once: the phase images' sizes
+/// and each tap's offset into the scratch.
+#[derive(Debug, Clone)]
+pub struct DwPlan {
+    g: DwGeometry,
+    /// Rows and columns of each phase image.
+    hq: usize,
+    wq: usize,
+    /// Distance between two phase images in the scratch (`hq·wq` plus a vector of slack).
+    phase_stride: usize,
+    /// Per tap (row-major over the filter): where its input for output pixel 0 is.
+    offsets: Vec<usize>,
 }
 
-/// The rows of the padded, phase-split image: `kh` tap rows span `(oh-1)·stride_h + reach`.
-fn padded_rows(g: &DwGeometry) -> usize {
-    (g.oh.max(1) - 1) * g.stride_h + (g.kh - 1) * g.dil_h + 1
-}
-
-/// The length of one padded row in the scratch: its phases, then zeros, so a full vector of
-/// columns can be read from any column of the row (the tail of a narrow row is computed as a
-/// whole vector and only its first columns kept).
-fn row_stride(g: &DwGeometry) -> usize {
-    g.stride_w * phase_len(g) + LANES
-}
-
-/// The scratch [`plane`] needs for geometry `g`.
-pub fn scratch_len(g: &DwGeometry) -> usize {
-    padded_rows(g) * row_stride(g)
-}
-
-/// Copies image `x` into `pad`: zero padding around it, each row split into its `stride_w`
-/// phases, so that every tap of every output row reads contiguous memory.
-#[inline(always)]
-fn pad_and_split(x: &[f32], g: &DwGeometry, pad: &mut [f32]) {
-    let pl = phase_len(g);
-    let s = g.stride_w;
-    let row_len = row_stride(g);
-    for r in 0..padded_rows(g) {
-        let dst = &mut pad[r * row_len..(r + 1) * row_len];
-        dst.fill(0.0);
-        let iy = r as isize - g.pad_top as isize;
-        if iy < 0 || iy as usize >= g.h {
-            continue;
+impl DwPlan {
+    pub fn new(g: &DwGeometry) -> Self {
+        let (sh, sw) = (g.stride_h.max(1), g.stride_w.max(1));
+        let hq = g.oh + (g.kh.max(1) - 1) * g.dil_h / sh;
+        let wq = g.ow + (g.kw.max(1) - 1) * g.dil_w / sw;
+        // The last chunk rounds the flat output up to a vector; its extra reads land in the
+        // slack after the phase image.
+        let phase_stride = hq * wq + LANES;
+        let offsets = (0..g.kh)
+            .flat_map(|i| (0..g.kw).map(move |j| (i * g.dil_h, j * g.dil_w)))
+            .map(|(r, c)| {
+                let phase = (r % sh) * sw + c % sw;
+                phase * phase_stride + (r / sh) * wq + c / sw
+            })
+            .collect();
+        DwPlan {
+            g: *g,
+            hq,
+            wq,
+            phase_stride,
+            offsets,
         }
-        let src = &x[iy as usize * g.w..(iy as usize + 1) * g.w];
-        if s == 1 {
-            let n = g.w.min(pl.saturating_sub(g.pad_left));
-            dst[g.pad_left..g.pad_left + n].copy_from_slice(&src[..n]);
-        } else {
-            // Phase-major, no division or test per element: phase `ph` holds padded columns
-            // `at·s + ph`, of which `[lo, hi)` are inside the image (the rest stay 0).
-            for ph in 0..s {
-                let part = &mut dst[ph * pl..(ph + 1) * pl];
-                let lo = g.pad_left.saturating_sub(ph).div_ceil(s);
-                let end = g.pad_left + g.w; // first padded column past the image
-                let hi = if end > ph {
-                    (end - ph).div_ceil(s).min(pl)
+    }
+
+    fn phases(&self) -> usize {
+        self.g.stride_h.max(1) * self.g.stride_w.max(1)
+    }
+
+    /// The flat output computed per plane: `oh` rows of `wq`, rounded up to a vector.
+    fn flat_len(&self) -> usize {
+        (self.g.oh * self.wq).next_multiple_of(LANES)
+    }
+
+    /// A zeroed scratch for [`plane`](Self::plane); reuse it for every channel of this plan.
+    pub fn scratch(&self) -> Vec<f32> {
+        vec![0.0; self.scratch_len()]
+    }
+
+    /// Copies image `x` into the phase images. Only pixels inside the image are written: the
+    /// padding stays as the zeroed scratch left it, the same for every channel.
+    #[inline(always)]
+    fn split_phases(&self, x: &[f32], phases: &mut [f32]) {
+        let g = &self.g;
+        let (sh, sw) = (g.stride_h.max(1), g.stride_w.max(1));
+        for pr in 0..sh {
+            for pc in 0..sw {
+                let img = &mut phases[(pr * sw + pc) * self.phase_stride..];
+                // Columns `c` of this phase with padded column c·sw + pc inside the image.
+                let c_lo = g.pad_left.saturating_sub(pc).div_ceil(sw);
+                let end = g.pad_left + g.w;
+                let c_hi = if end > pc {
+                    (end - pc).div_ceil(sw).min(self.wq)
                 } else {
                     0
                 };
-                if hi <= lo {
+                if c_hi <= c_lo {
                     continue;
                 }
-                let first = lo * s + ph - g.pad_left;
-                for (k, d) in part[lo..hi].iter_mut().enumerate() {
-                    *d = src[first + k * s];
+                let first = c_lo * sw + pc - g.pad_left;
+                for r in 0..self.hq {
+                    let iy = (r * sh + pr) as isize - g.pad_top as isize;
+                    if iy < 0 || iy as usize >= g.h {
+                        continue;
+                    }
+                    let src = &x[iy as usize * g.w + first..];
+                    let dst = &mut img[r * self.wq + c_lo..r * self.wq + c_hi];
+                    gather_strided(dst, src, sw);
                 }
             }
         }
     }
-}
 
-/// Output columns computed together: one vector register of accumulators per tap sweep.
-const LANES: usize = 16;
+    /// One channel: `out` (`[oh, ow]`) = `act(conv(x) + bias)` from image `x` (`[h, w]`)
+    /// and its `kh·kw` weights, with a `scratch` from [`scratch`](Self::scratch) of this plan.
+    /// Falls back to the baseline when the CPU lacks `isa`.
+    ///
+    /// # Panics
+    /// When a slice is shorter than the plan needs (a caller's bug, not bad input).
+    #[allow(clippy::too_many_arguments)]
+    pub fn plane(
+        &self,
+        isa: Isa,
+        x: &[f32],
+        wts: &[f32],
+        bias: f32,
+        act: &Activation,
+        out: &mut [f32],
+        scratch: &mut [f32],
+    ) {
+        let g = &self.g;
+        assert!(x.len() >= g.h * g.w && wts.len() >= self.offsets.len());
+        assert!(out.len() >= g.oh * g.ow && scratch.len() >= self.scratch_len());
+        let args = PlaneArgs {
+            plan: self,
+            x,
+            wts,
+            bias,
+            act,
+        };
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 if Isa::Avx512.is_available() => {
+                // SAFETY: AVX-512F is available (checked just above).
+                unsafe { plane_avx512(&args, out, scratch) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 if Isa::Avx2.is_available() => {
+                // SAFETY: AVX2 and FMA are available (checked just above).
+                unsafe { plane_avx2(&args, out, scratch) }
+            }
+            _ => plane_simd(Scalar, &args, out, scratch),
+        }
+    }
 
-/// One channel: `out` (`[oh, ow]`) from image `x` (`[h, w]`) and its `kh·kw` weights, with
-/// `scratch` of [`scratch_len`] values.
-#[inline(always)]
-fn plane_body(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], scratch: &mut [f32]) {
-    pad_and_split(x, g, scratch);
-    let (s, pl) = (g.stride_w, phase_len(g));
-    let row_len = row_stride(g);
-    // Each tap: its weight and the offset of its first input relative to the output row's.
-    let taps: Vec<(f32, usize)> = (0..g.kh)
-        .flat_map(|i| (0..g.kw).map(move |j| (i, j)))
-        .map(|(i, j)| {
-            let c = j * g.dil_w;
-            (
-                wts[i * g.kw + j],
-                i * g.dil_h * row_len + (c % s) * pl + c / s,
-            )
-        })
-        .collect();
-    for oy in 0..g.oh {
-        let base = oy * g.stride_h * row_len;
-        let orow = &mut out[oy * g.ow..(oy + 1) * g.ow];
-        // Wide chunks first (several independent accumulator registers hide the FMA
-        // latency), then single vectors, then the tail.
-        let mut ox = 0;
-        while ox + 4 * LANES <= g.ow {
-            chunk::<{ 4 * LANES }>(&taps, scratch, base + ox, &mut orow[ox..]);
-            ox += 4 * LANES;
-        }
-        while ox + LANES <= g.ow {
-            chunk::<LANES>(&taps, scratch, base + ox, &mut orow[ox..]);
-            ox += LANES;
-        }
-        if ox < g.ow {
-            // The tail as one whole vector (the row's zero slack makes the reads valid).
-            let mut tail = [0.0f32; LANES];
-            chunk::<LANES>(&taps, scratch, base + ox, &mut tail);
-            let n = g.ow - ox;
-            orow[ox..].copy_from_slice(&tail[..n]);
-        }
+    fn scratch_len(&self) -> usize {
+        self.phases() * self.phase_stride + self.flat_len()
     }
 }
 
-/// `N` output columns: every tap accumulated in registers, stored once.
+/// The inputs of one channel's plane.
+struct PlaneArgs<'a> {
+    plan: &'a DwPlan,
+    x: &'a [f32],
+    wts: &'a [f32],
+    bias: f32,
+    act: &'a Activation,
+}
+
+/// The plane loop over `S`'s vectors (lengths checked by [`DwPlan::plane`]).
 #[inline(always)]
-fn chunk<const N: usize>(taps: &[(f32, usize)], scratch: &[f32], at: usize, out: &mut [f32]) {
-    let mut acc = [0.0f32; N];
-    for &(w, off) in taps {
-        // In bounds by construction: every padded row has a vector of zero slack.
-        let src = &scratch[at + off..at + off + N];
-        for (a, &v) in acc.iter_mut().zip(src) {
-            *a += w * v;
+fn plane_simd<S: Simd>(s: S, a: &PlaneArgs<'_>, out: &mut [f32], scratch: &mut [f32]) {
+    let plan = a.plan;
+    let (phases, acc) = scratch.split_at_mut(plan.phases() * plan.phase_stride);
+    plan.split_phases(a.x, phases);
+    let flat = plan.flat_len();
+    let lanes = S::LANES;
+    let (src, dst) = (phases.as_ptr(), acc.as_mut_ptr());
+    // Wide chunks first (independent accumulators hide the FMA latency), then narrower ones;
+    // `flat` is a multiple of 16, hence of every ISA's lanes.
+    let mut p = 0;
+    // SAFETY (every chunk call): chunks end at or before `flat`, within `acc`; each tap reads
+    // `[p + off, p + off + width)` with `off` at most the last phase's start plus
+    // `(hq - oh)·wq + wq - ow`, so the reads end within that phase image's vector of slack.
+    unsafe {
+        while p + 8 * lanes <= flat {
+            chunk::<S, 8>(s, a, src.add(p), dst.add(p));
+            p += 8 * lanes;
+        }
+        if p + 4 * lanes <= flat {
+            chunk::<S, 4>(s, a, src.add(p), dst.add(p));
+            p += 4 * lanes;
+        }
+        if p + 2 * lanes <= flat {
+            chunk::<S, 2>(s, a, src.add(p), dst.add(p));
+            p += 2 * lanes;
+        }
+        while p < flat {
+            chunk::<S, 1>(s, a, src.add(p), dst.add(p));
+            p += lanes;
         }
     }
-    out[..N].copy_from_slice(&acc);
+    let (ow, wq) = (plan.g.ow, plan.wq);
+    for (orow, arow) in out.chunks_exact_mut(ow).zip(acc.chunks(wq)) {
+        orow.copy_from_slice(&arow[..ow]);
+    }
+}
+
+/// `NV` vectors of flat output at `dst`: every tap accumulated in registers (from the bias),
+/// activated, stored once.
+///
+/// # Safety
+/// `src + off` for every tap offset and `dst` valid for `NV·LANES` floats.
+#[inline(always)]
+unsafe fn chunk<S: Simd, const NV: usize>(s: S, a: &PlaneArgs<'_>, src: *const f32, dst: *mut f32) {
+    let mut acc = [s.splat(a.bias); NV];
+    for (&off, &w) in a.plan.offsets.iter().zip(a.wts) {
+        let wv = s.splat(w);
+        for (v, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: the caller's contract.
+            *acc = s.mul_add(wv, unsafe { s.load(src.add(off + v * S::LANES)) }, *acc);
+        }
+    }
+    for (v, acc) in acc.iter().enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe { s.store(dst.add(v * S::LANES), activation(s, a.act, *acc)) };
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn plane_avx512(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], sc: &mut [f32]) {
-    plane_body(x, wts, g, out, sc)
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn plane_avx512(a: &PlaneArgs<'_>, out: &mut [f32], scratch: &mut [f32]) {
+    // SAFETY: reached only from `DwPlan::plane` after the ISA check.
+    let s = unsafe { rge_simd::Avx512::new_unchecked() };
+    plane_simd(s, a, out, scratch)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn plane_avx2(x: &[f32], wts: &[f32], g: &DwGeometry, out: &mut [f32], sc: &mut [f32]) {
-    plane_body(x, wts, g, out, sc)
-}
-
-/// One channel with `isa` (falls back to the baseline when the CPU lacks it); `scratch` of at
-/// least [`scratch_len`] values, `out` of `oh·ow`.
-pub fn plane(
-    isa: Isa,
-    x: &[f32],
-    wts: &[f32],
-    g: &DwGeometry,
-    out: &mut [f32],
-    scratch: &mut [f32],
-) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` runs only when the CPU has AVX-512F (checked here).
-        Isa::Avx512 if Isa::Avx512.is_available() => unsafe {
-            plane_avx512(x, wts, g, out, scratch)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for AVX2 and FMA.
-        Isa::Avx2 if Isa::Avx2.is_available() => unsafe { plane_avx2(x, wts, g, out, scratch) },
-        _ => plane_body(x, wts, g, out, scratch),
-    }
+unsafe fn plane_avx2(a: &PlaneArgs<'_>, out: &mut [f32], scratch: &mut [f32]) {
+    // SAFETY: reached only from `DwPlan::plane` after the ISA check.
+    let s = unsafe { rge_simd::Avx2::new_unchecked() };
+    plane_simd(s, a, out, scratch)
 }
 
 #[cfg(test)]
@@ -222,23 +292,29 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
-        for &(h, w, k, s, d, p) in &[
-            (7, 9, 3, 1, 1, 1),
-            (8, 8, 3, 2, 1, 1),
-            (5, 13, 5, 1, 2, 4),
-            (1, 1, 3, 1, 1, 1),
-            (3, 4, 3, 2, 1, 0),
-            (16, 17, 7, 3, 1, 3),
+        // (h, w, kh, kw, stride_h, stride_w, dilation, pad)
+        for &(h, w, kh, kw, sh, sw, d, p) in &[
+            (7, 9, 3, 3, 1, 1, 1, 1),
+            (8, 8, 3, 3, 2, 2, 1, 1),
+            (5, 13, 5, 5, 1, 1, 2, 4),
+            (1, 1, 3, 3, 1, 1, 1, 1),
+            (3, 4, 3, 3, 2, 2, 1, 0),
+            (16, 17, 7, 7, 3, 3, 1, 3),
+            (29, 31, 3, 3, 1, 1, 1, 1),
+            (30, 33, 3, 3, 2, 2, 1, 1),
+            (9, 40, 3, 5, 1, 2, 1, 2),
+            (11, 6, 1, 3, 2, 1, 2, 1),
+            (6, 6, 3, 3, 1, 1, 1, 0),
         ] {
-            let oh = (h + 2 * p - ((k - 1) * d + 1)) / s + 1;
-            let ow = (w + 2 * p - ((k - 1) * d + 1)) / s + 1;
+            let oh = (h + 2 * p - ((kh - 1) * d + 1)) / sh + 1;
+            let ow = (w + 2 * p - ((kw - 1) * d + 1)) / sw + 1;
             let g = DwGeometry {
                 h,
                 w,
-                kh: k,
-                kw: k,
-                stride_h: s,
-                stride_w: s,
+                kh,
+                kw,
+                stride_h: sh,
+                stride_w: sw,
                 dil_h: d,
                 dil_w: d,
                 pad_top: p,
@@ -247,12 +323,29 @@ mod tests {
                 ow,
             };
             let x: Vec<f32> = (0..h * w).map(|_| rnd()).collect();
-            let wts: Vec<f32> = (0..k * k).map(|_| rnd()).collect();
-            let want = naive(&x, &wts, &g);
+            let wts: Vec<f32> = (0..kh * kw).map(|_| rnd()).collect();
+            let other: Vec<f32> = (0..h * w).map(|_| rnd()).collect();
+            let bias = rnd();
+            let relu = Activation::Relu;
+            let want: Vec<f32> = naive(&x, &wts, &g)
+                .iter()
+                .map(|v| (v + bias).max(0.0))
+                .collect();
             for isa in Isa::available() {
                 let mut got = vec![0.0; oh * ow];
-                let mut scratch = vec![0.0; scratch_len(&g)];
-                plane(isa, &x, &wts, &g, &mut got, &mut scratch);
+                let plan = DwPlan::new(&g);
+                let mut scratch = plan.scratch();
+                // Another channel first: the one checked runs on its leftovers.
+                plan.plane(
+                    isa,
+                    &other,
+                    &wts,
+                    0.0,
+                    &Activation::None,
+                    &mut got,
+                    &mut scratch,
+                );
+                plan.plane(isa, &x, &wts, bias, &relu, &mut got, &mut scratch);
                 for (a, b) in got.iter().zip(&want) {
                     assert!((a - b).abs() <= 1e-5, "{isa:?} {g:?}: {a} vs {b}");
                 }

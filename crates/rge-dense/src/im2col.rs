@@ -2,6 +2,7 @@
 //! columns at a time into a thread-local buffer, each row's in-range columns copied as one run.
 
 use crate::depthwise::DwGeometry;
+use crate::gather::gather_strided;
 
 /// Floats of one im2col tile (1 MiB: it stays in a 2 MiB L2 while the GEMM packs it).
 pub(crate) const IM2COL_TILE_FLOATS: usize = 256 * 1024;
@@ -89,16 +90,7 @@ fn copy_row(src: &[f32], out: &mut [f32], ox0: usize, stride: usize, shift: isiz
     out[hi..].fill(0.0);
     if hi > lo {
         let first = ((ox0 + lo as isize) * s + shift) as usize;
-        if stride == 1 {
-            out[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-        } else {
-            for (o, &v) in out[lo..hi]
-                .iter_mut()
-                .zip(src[first..].iter().step_by(stride))
-            {
-                *o = v;
-            }
-        }
+        gather_strided(&mut out[lo..hi], &src[first..], stride);
     }
 }
 

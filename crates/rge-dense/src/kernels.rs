@@ -7,12 +7,16 @@ use rge_ir::AttrValue;
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef};
 use rge_kernels_nn::WindowAttrs;
 
-use crate::depthwise::{self, DwGeometry};
+use crate::depthwise::{DwGeometry, DwPlan};
+use crate::depthwise_blocked::{self, DwBlockPlan, BLOCK};
 use crate::gemm::{
     self, AOperand, Activation, BOperand, Bias, Epilogue, GemmError, GemmParams, Isa, PackedA,
     PackedB,
 };
 use crate::im2col::{im2col_tile, with_im2col_buf, IM2COL_TILE_FLOATS, PAR_TILE_WORK};
+
+/// Multiply-adds per parallel depthwise task, at least.
+const DW_TASK_OUTPUTS: usize = 16 * 1024;
 
 pub(crate) fn gemm_err(e: GemmError) -> KernelError {
     KernelError::invalid(e.to_string())
@@ -773,37 +777,91 @@ impl ConvKernel {
         use rayon::prelude::*;
         let isa = Isa::best();
         let (hw, ohw, taps) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
-        let act = self.activation;
-        let scratch_len = depthwise::scratch_len(g);
+        let plan = DwPlan::new(g);
+        // A residual is added after the filter, so the activation follows it; otherwise the
+        // activation runs on the filter's registers.
+        let in_plane = if z.is_some() {
+            Activation::None
+        } else {
+            self.activation
+        };
         let plane_fn =
             |scratch: &mut Vec<f32>, (plane, o): (usize, &mut [f32])| -> KernelResult<()> {
                 let c = plane % channels;
                 let img = &xv[plane * hw..(plane + 1) * hw];
                 let wts = &wv[c * taps..(c + 1) * taps];
-                depthwise::plane(isa, img, wts, g, o, scratch);
                 let b = bias.map_or(0.0, |b| b[c]);
-                if b != 0.0 {
-                    o.iter_mut().for_each(|v| *v += b);
-                }
+                plan.plane(isa, img, wts, b, &in_plane, o, scratch);
                 if let Some(z) = z {
                     for (v, r) in o.iter_mut().zip(&z[plane * ohw..(plane + 1) * ohw]) {
                         *v += r;
                     }
-                }
-                if act != Activation::None {
-                    gemm::activate(isa, &act, o).map_err(gemm_err)?;
+                    if self.activation != Activation::None {
+                        gemm::activate(isa, &self.activation, o).map_err(gemm_err)?;
+                    }
                 }
                 Ok(())
             };
-        // One scratch plane per worker, reused across its channels (every row of it is
-        // rewritten per channel).
+        // Small planes go in blocks of 16 channels (when there are enough channels to fill a
+        // block mostly).
+        if channels >= BLOCK / 2 && depthwise_blocked::pays_off(g, isa) {
+            if let Some(bp) = DwBlockPlan::new(g) {
+                let block_fn = |scratch: &mut Vec<f32>,
+                                (n, b, o): (usize, usize, &mut [f32])|
+                 -> KernelResult<()> {
+                    let (c0, nc) = (b * BLOCK, o.len() / ohw);
+                    let first = n * channels + c0;
+                    let x = &xv[first * hw..(first + nc) * hw];
+                    let wts = &wv[c0 * taps..(c0 + nc) * taps];
+                    let b = bias.map(|b| &b[c0..c0 + nc]);
+                    bp.block(isa, x, wts, b, &in_plane, o, scratch);
+                    if let Some(z) = z {
+                        for (v, r) in o.iter_mut().zip(&z[first * ohw..(first + nc) * ohw]) {
+                            *v += r;
+                        }
+                        if self.activation != Activation::None {
+                            gemm::activate(isa, &self.activation, o).map_err(gemm_err)?;
+                        }
+                    }
+                    Ok(())
+                };
+                let images = out.chunks_mut(channels * ohw).enumerate();
+                if threads > 1 {
+                    // Runs on the session's pool (the runtime installs it for kernel threads > 1).
+                    let min_blocks = (DW_TASK_OUTPUTS / (BLOCK * ohw * taps).max(1)).max(1);
+                    for (n, img) in images {
+                        img.par_chunks_mut(BLOCK * ohw)
+                            .with_min_len(min_blocks)
+                            .enumerate()
+                            .try_for_each_init(
+                                || bp.scratch(),
+                                |scratch, (b, o)| block_fn(scratch, (n, b, o)),
+                            )?;
+                    }
+                } else {
+                    let mut scratch = bp.scratch();
+                    for (n, img) in images {
+                        for (b, o) in img.chunks_mut(BLOCK * ohw).enumerate() {
+                            block_fn(&mut scratch, (n, b, o))?;
+                        }
+                    }
+                }
+                return Ok(());
+            }
+        }
+        // One scratch per worker, reused across its channels (zeroed once: every channel
+        // rewrites the same pixels of it).
         if threads > 1 {
+            // Enough channels per task that a task outweighs its scheduling (7×7 planes are
+            // a few hundred FMAs each).
+            let min_planes = (DW_TASK_OUTPUTS / (ohw * taps).max(1)).max(1);
             // Runs on the session's pool (the runtime installs it for kernel threads > 1).
             out.par_chunks_mut(ohw)
+                .with_min_len(min_planes)
                 .enumerate()
-                .try_for_each_init(|| vec![0.0f32; scratch_len], plane_fn)
+                .try_for_each_init(|| plan.scratch(), plane_fn)
         } else {
-            let mut scratch = vec![0.0f32; scratch_len];
+            let mut scratch = plan.scratch();
             out.chunks_mut(ohw)
                 .enumerate()
                 .try_for_each(|item| plane_fn(&mut scratch, item))

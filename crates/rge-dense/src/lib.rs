@@ -9,10 +9,12 @@ compile_error!(
 
 pub mod conv_transpose;
 pub mod depthwise;
+pub mod depthwise_blocked;
 pub mod einsum;
 pub mod engine;
 pub mod fuse;
 pub mod fuse_transpose;
+mod gather;
 pub mod gemm;
 mod im2col;
 pub mod kernels;

@@ -146,10 +146,12 @@ prop_compose! {
         n in 1usize..3, cin_g in 1usize..5, cout_g in 1usize..5, groups in 1usize..4,
         depthwise in any::<bool>(), h in 1usize..14, w in 1usize..14, k in 1usize..6,
         stride in 1usize..4, dil in 1usize..3, pad in 0usize..3, auto in 0usize..4,
-        bias in any::<bool>(), one_d in prop::bool::weighted(0.25), seed in any::<u64>()
+        bias in any::<bool>(), one_d in prop::bool::weighted(0.25), seed in any::<u64>(),
+        dw_channels in 2usize..40
     ) -> Case {
         let (cin_g, cout_g) = if depthwise { (1, 1) } else { (cin_g, cout_g) };
-        let groups = if depthwise { cin_g.max(groups) + 1 } else { groups };
+        // Depthwise: up to 39 channels, so the 16-channel blocks (full and partial) are run.
+        let groups = if depthwise { dw_channels } else { groups };
         let (cin, cout) = (cin_g * groups, cout_g * groups);
         // Keep the kernel inside the (padded) image.
         let reach = (k - 1) * dil + 1;

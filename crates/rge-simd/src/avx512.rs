@@ -225,4 +225,85 @@ impl Simd for Avx512 {
         // SAFETY: see the impl; a prefetch never faults, whatever the address.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
     }
+    #[inline(always)]
+    unsafe fn transpose16(
+        self,
+        src: *const f32,
+        src_stride: usize,
+        dst: *mut f32,
+        dst_stride: usize,
+        rows: usize,
+        cols: usize,
+    ) {
+        let (load, store) = (mask(cols), mask(rows));
+        // SAFETY: see the impl; masked loads and stores touch only the first `cols` floats of
+        // each of the first `rows` rows, and the first `rows` of the first `cols` columns.
+        unsafe {
+            let r: [__m512; 16] = std::array::from_fn(|i| {
+                if i < rows {
+                    _mm512_maskz_loadu_ps(load, src.add(i * src_stride))
+                } else {
+                    _mm512_setzero_ps()
+                }
+            });
+            let t = transpose16x16(r);
+            for (c, v) in t.iter().enumerate().take(cols) {
+                _mm512_mask_storeu_ps(dst.add(c * dst_stride), store, *v);
+            }
+        }
+    }
+}
+
+/// A 16×16 transpose in registers: interleave lanes, then pairs, then 128-bit quarters twice
+/// (64 shuffles for 256 floats; a scalar copy moves one float per instruction).
+#[inline(always)]
+fn transpose16x16(r: [__m512; 16]) -> [__m512; 16] {
+    // SAFETY: called only from `transpose16`, whose caller holds an `Avx512` token.
+    unsafe {
+        let pd = _mm512_castps_pd;
+        let ps = _mm512_castpd_ps;
+        // Rows 2k, 2k+1 → lanes interleaved.
+        let a: [__m512; 16] = std::array::from_fn(|i| {
+            let (x, y) = (r[i & !1], r[i | 1]);
+            if i % 2 == 0 {
+                _mm512_unpacklo_ps(x, y)
+            } else {
+                _mm512_unpackhi_ps(x, y)
+            }
+        });
+        // Pairs of a[4k + {0,2}] and a[4k + {1,3}].
+        let b: [__m512; 16] = std::array::from_fn(|i| {
+            let base = i & !3;
+            let (x, y) = match i % 4 {
+                0 | 1 => (a[base], a[base + 2]),
+                _ => (a[base + 1], a[base + 3]),
+            };
+            if i % 2 == 0 {
+                ps(_mm512_unpacklo_pd(pd(x), pd(y)))
+            } else {
+                ps(_mm512_unpackhi_pd(pd(x), pd(y)))
+            }
+        });
+        // Quarters: b[8k + j] with b[8k + j + 4], even quarters then odd ones.
+        let c: [__m512; 16] = std::array::from_fn(|i| {
+            let base = i & !7;
+            let j = i % 4;
+            let (x, y) = (b[base + j], b[base + j + 4]);
+            if i % 8 < 4 {
+                _mm512_shuffle_f32x4::<0x88>(x, y)
+            } else {
+                _mm512_shuffle_f32x4::<0xdd>(x, y)
+            }
+        });
+        // Halves: c[j] with c[j + 8].
+        std::array::from_fn(|i| {
+            let j = i % 8;
+            let (x, y) = (c[j], c[j + 8]);
+            if i < 8 {
+                _mm512_shuffle_f32x4::<0x88>(x, y)
+            } else {
+                _mm512_shuffle_f32x4::<0xdd>(x, y)
+            }
+        })
+    }
 }

@@ -17,6 +17,7 @@ mod lanes;
 pub mod math;
 mod scalar;
 mod simd;
+mod transpose;
 
 #[cfg(target_arch = "x86_64")]
 pub use avx2::Avx2;

@@ -71,6 +71,26 @@ pub trait Simd: Copy {
     /// A hint to fetch the line holding `p` into L1; never faults.
     #[inline(always)]
     fn prefetch(self, _p: *const f32) {}
+
+    /// Transposes a tile of up to 16×16: `dst[c·dst_stride + r] = src[r·src_stride + c]` for
+    /// `r < rows`, `c < cols`; nothing else of `dst` is written. This default is the scalar twin
+    /// the vector versions are tested against.
+    ///
+    /// # Safety
+    /// `rows, cols <= 16`; `src` valid for reading `cols` floats at each row's start and `dst`
+    /// for writing `rows` floats at each column's.
+    #[inline(always)]
+    unsafe fn transpose16(
+        self,
+        src: *const f32,
+        src_stride: usize,
+        dst: *mut f32,
+        dst_stride: usize,
+        rows: usize,
+        cols: usize,
+    ) {
+        crate::transpose::transpose16_scalar(src, src_stride, dst, dst_stride, rows, cols)
+    }
 }
 
 /// The fold of `xs` with `f`, NaN if any element is NaN (the horizontal max/min).

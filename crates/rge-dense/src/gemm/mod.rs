@@ -21,6 +21,7 @@ mod pack;
 mod simd;
 
 pub use convert::{bf16_to_f32, f16_to_f32};
+pub(crate) use epilogue::activation;
 pub use epilogue::{Activation, Bias, Epilogue, Residual};
 pub use pack::{PackedA, PackedB, K_BLOCK, PANEL_A, PANEL_B};
 pub use simd::Isa;
