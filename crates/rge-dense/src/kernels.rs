@@ -825,46 +825,48 @@ impl ConvKernel {
                     }
                     Ok(())
                 };
-                let images = out.chunks_mut(channels * ohw).enumerate();
-                if threads > 1 {
-                    // Runs on the session's pool (the runtime installs it for kernel threads > 1).
-                    let min_blocks = (DW_TASK_OUTPUTS / (BLOCK * ohw * taps).max(1)).max(1);
-                    for (n, img) in images {
-                        img.par_chunks_mut(BLOCK * ohw)
-                            .with_min_len(min_blocks)
+                let mut tasks: Vec<(usize, usize, &mut [f32])> = out
+                    .chunks_mut(channels * ohw)
+                    .enumerate()
+                    .flat_map(|(n, img)| {
+                        img.chunks_mut(BLOCK * ohw)
                             .enumerate()
-                            .try_for_each_init(
-                                || bp.scratch(),
-                                |scratch, (b, o)| block_fn(scratch, (n, b, o)),
-                            )?;
-                    }
-                } else {
+                            .map(move |(b, o)| (n, b, o))
+                    })
+                    .collect();
+                let min_blocks = (DW_TASK_OUTPUTS / (BLOCK * ohw * taps).max(1)).max(1);
+                let per = tasks.len().div_ceil(threads).max(min_blocks);
+                let run = |part: &mut [(usize, usize, &mut [f32])]| -> KernelResult<()> {
                     let mut scratch = bp.scratch();
-                    for (n, img) in images {
-                        for (b, o) in img.chunks_mut(BLOCK * ohw).enumerate() {
-                            block_fn(&mut scratch, (n, b, o))?;
-                        }
-                    }
+                    part.iter_mut()
+                        .try_for_each(|(n, b, o)| block_fn(&mut scratch, (*n, *b, o)))
+                };
+                if threads > 1 && tasks.len() > per {
+                    // Runs on the session's pool (the runtime installs it for kernel threads > 1).
+                    tasks.par_chunks_mut(per).try_for_each(run)?;
+                } else {
+                    run(&mut tasks)?;
                 }
                 return Ok(());
             }
         }
-        // One scratch per worker, reused across its channels (zeroed once: every channel
-        // rewrites the same pixels of it).
-        if threads > 1 {
-            // Enough channels per task that a task outweighs its scheduling (7×7 planes are
-            // a few hundred FMAs each).
-            let min_planes = (DW_TASK_OUTPUTS / (ohw * taps).max(1)).max(1);
-            // Runs on the session's pool (the runtime installs it for kernel threads > 1).
-            out.par_chunks_mut(ohw)
-                .with_min_len(min_planes)
-                .enumerate()
-                .try_for_each_init(|| plan.scratch(), plane_fn)
-        } else {
+        // One scratch per part, reused across its channels (zeroed once: every channel rewrites
+        // the same pixels of it). As many parts as threads: a scratch per rayon leaf cost as
+        // much as the arithmetic of a small layer (a zeroed allocation each).
+        let min_planes = (DW_TASK_OUTPUTS / (ohw * taps).max(1)).max(1);
+        let planes = out.len() / ohw.max(1);
+        let per = planes.div_ceil(threads).max(min_planes);
+        let run = |(k, part): (usize, &mut [f32])| -> KernelResult<()> {
             let mut scratch = plan.scratch();
-            out.chunks_mut(ohw)
+            part.chunks_mut(ohw)
                 .enumerate()
-                .try_for_each(|item| plane_fn(&mut scratch, item))
+                .try_for_each(|(i, o)| plane_fn(&mut scratch, (k * per + i, o)))
+        };
+        if threads > 1 && planes > per {
+            // Runs on the session's pool (the runtime installs it for kernel threads > 1).
+            out.par_chunks_mut(per * ohw).enumerate().try_for_each(run)
+        } else {
+            run((0, out))
         }
     }
 }

@@ -415,6 +415,28 @@ fn large_pointwise_convs_split_columns_over_threads() {
     check(&c, rge_dense::kernels::create_conv).unwrap();
 }
 
+/// Depthwise on both kernels (the plane kernel for 36×40 outputs, 16-channel blocks for 9×10),
+/// a batch of 2 and 1 and 2 threads: the planes and blocks are split into parts per thread.
+#[test]
+fn depthwise_planes_and_blocks_split_over_threads() {
+    for (h, w, stride) in [(36usize, 40usize, 1usize), (18, 20, 2)] {
+        let mut attrs = AttrMap::new();
+        attrs.set("group", 37i64);
+        attrs.set("strides", ints(&[stride, stride]));
+        attrs.set("pads", ints(&[1, 1, 1, 1]));
+        let c = Case {
+            op: "Conv",
+            attrs,
+            inputs: vec![
+                Some(tensor(&[2, 37, h, w], 21)),
+                Some(tensor(&[37, 1, 3, 3], 22)),
+                Some(tensor(&[37], 23)),
+            ],
+        };
+        check(&c, rge_dense::kernels::create_conv).unwrap();
+    }
+}
+
 /// On 2 threads these also run their tiles in parallel (one-thread GEMM per tile).
 #[test]
 fn large_convs_run_in_im2col_tiles() {
