@@ -726,25 +726,36 @@ impl Kernel for ConvKernel {
                     })
                 };
                 if parallel {
-                    use rayon::prelude::*;
-                    let parts = (0..tiles)
-                        .into_par_iter()
-                        .with_max_len(1)
-                        .filter(|&ti| ti * tile < ohw)
-                        .map(|ti| {
-                            let c0 = ti * tile;
-                            let cols = tile.min(ohw - c0);
-                            let mut c = vec![0.0f32; cout_g * cols];
-                            run_tile(c0, cols, &mut c, cols, 1).map(|()| (c0, c))
-                        })
-                        .collect::<KernelResult<Vec<_>>>()?;
-                    let dst = &mut out[first..first + cout_g * ohw];
-                    for (c0, c) in parts {
-                        let cols = c.len() / cout_g;
-                        for (row, part) in dst.chunks_mut(ohw).zip(c.chunks(cols)) {
-                            row[c0..c0 + cols].copy_from_slice(part);
-                        }
+                    // The tiles in parallel, each im2col'd into its thread's buffer and
+                    // multiplied straight into its columns of the output.
+                    let a_op = match &self.packed_w {
+                        Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
+                        _ => AOperand::Raw {
+                            data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
+                            ld: kk,
+                            trans: false,
+                        },
+                    };
+                    let mut epi = Epilogue::activation(self.activation);
+                    if let Some(b) = bias_g {
+                        epi = epi.with_bias(Bias::PerRow(b));
                     }
+                    if let Some(z) = z {
+                        epi = epi.with_residual(&z[first..first + cout_g * ohw], ohw);
+                    }
+                    let p = GemmParams::new(cout_g, ohw, kk);
+                    let dst = &mut out[first..first + cout_g * ohw];
+                    gemm::sgemm_column_tiles(&p, a_op, tile, dst, ohw, &epi, t, |c0, cols, mm| {
+                        with_im2col_buf(kk * cols, |col| {
+                            im2col_tile(xg, cin_g, &g, c0, cols, col);
+                            mm(BOperand::Raw {
+                                data: col,
+                                ld: cols,
+                                trans: false,
+                            })
+                        })
+                    })
+                    .map_err(gemm_err)?;
                 } else {
                     let mut c0 = 0;
                     while c0 < ohw {

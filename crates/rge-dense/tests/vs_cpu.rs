@@ -437,6 +437,53 @@ fn depthwise_planes_and_blocks_split_over_threads() {
     }
 }
 
+/// A FusedConv large enough for parallel im2col tiles on 2 threads: each tile adds its columns
+/// of the residual before the activation, and writes them in place.
+#[test]
+fn large_fused_convs_add_the_residual_per_tile() {
+    let mut attrs = AttrMap::new();
+    attrs.set("pads", ints(&[1, 1, 1, 1]));
+    let c = Case {
+        op: "Conv",
+        attrs,
+        inputs: vec![
+            Some(tensor(&[1, 64, 37, 41], 31)),
+            Some(tensor(&[24, 64, 3, 3], 32)),
+            Some(tensor(&[24], 33)),
+        ],
+    };
+    let plain = cpu(&c);
+    let z = tensor(plain.shape(), 34);
+    let mut attrs = c.attrs.clone();
+    attrs.set("activation", "Relu");
+    let mut inputs = c.inputs.clone();
+    inputs.push(Some(z.clone()));
+    let fused = Case {
+        op: "FusedConv",
+        attrs,
+        inputs,
+    };
+    let k = build(
+        rge_dense::kernels::create_conv,
+        &fused,
+        "FusedConv",
+        "ai.rge",
+        true,
+    );
+    let want: Vec<f32> = plain
+        .as_slice::<f32>()
+        .unwrap()
+        .iter()
+        .zip(z.as_slice::<f32>().unwrap())
+        .map(|(v, r)| (v + r).max(0.0))
+        .collect();
+    let want = Tensor::from_vec(plain.shape(), want).unwrap();
+    for threads in [1, 2] {
+        let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
+        close(&got, &want).unwrap();
+    }
+}
+
 /// On 2 threads these also run their tiles in parallel (one-thread GEMM per tile).
 #[test]
 fn large_convs_run_in_im2col_tiles() {

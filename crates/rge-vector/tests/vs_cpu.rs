@@ -242,8 +242,12 @@ proptest! {
     #[test]
     fn global_pools(x in prop::collection::vec(1usize..9, 3..=5).prop_flat_map(filled), max in any::<bool>()) {
         let x = finite(x);
+        // A mean of values up to 100 that cancel (the reference and the vector kernel sum in
+        // different orders) is off by a few ulp of its inputs, not of its result.
+        let scale = x.as_slice::<f32>().unwrap().iter().fold(0f32, |m, v| m.max(v.abs()));
+        let abs = 1e-6 + 8.0 * f64::from(f32::EPSILON) * f64::from(scale);
         let c = Case::new(if max { "GlobalMaxPool" } else { "GlobalAveragePool" }, vec![x]);
-        c.check(2e-6, 1e-6).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
+        c.check(2e-6, abs).map_err(|e| TestCaseError::fail(format!("{c:?}: {e}")))?;
     }
 }
 

@@ -19,12 +19,14 @@ mod driver;
 mod epilogue;
 mod pack;
 mod simd;
+mod tiles;
 
 pub use convert::{bf16_to_f32, f16_to_f32};
 pub(crate) use epilogue::activation;
 pub use epilogue::{Activation, Bias, Epilogue, Residual};
 pub use pack::{PackedA, PackedB, K_BLOCK, PANEL_A, PANEL_B};
 pub use simd::Isa;
+pub use tiles::{sgemm_column_tiles, TileGemm};
 
 use pack::check_raw;
 
@@ -152,6 +154,39 @@ pub fn sgemm_isa(
     epi: &Epilogue<'_>,
     threads: usize,
 ) -> Result<(), GemmError> {
+    check_raw("C", c, p.m, p.n, ldc)?;
+    // SAFETY: `c` is a unique borrow for the whole call and covers the m × n matrix at `ldc`
+    // (checked just above).
+    unsafe {
+        sgemm_into(
+            isa,
+            p,
+            a,
+            b,
+            driver::CPtr(c.as_mut_ptr()),
+            ldc,
+            epi,
+            threads,
+        )
+    }
+}
+
+/// [`sgemm_isa`] with C given by its base pointer.
+///
+/// # Safety
+/// `c` must be valid for reads and writes of the m × n matrix of row stride `ldc` (elements
+/// `i·ldc + j`), which nothing else may access during the call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sgemm_into(
+    isa: Isa,
+    p: &GemmParams,
+    a: AOperand<'_>,
+    b: BOperand<'_>,
+    c: driver::CPtr,
+    ldc: usize,
+    epi: &Epilogue<'_>,
+    threads: usize,
+) -> Result<(), GemmError> {
     if !isa.is_available() {
         return Err(GemmError::IsaUnavailable(isa));
     }
@@ -182,7 +217,6 @@ pub fn sgemm_isa(
             driver::Src::Packed(pb.data())
         }
     };
-    check_raw("C", c, m, n, ldc)?;
     match epi.bias {
         Bias::PerColumn(bias) if bias.len() < n => {
             return Err(GemmError::BiasLen {
@@ -216,7 +250,7 @@ pub fn sgemm_isa(
         beta: p.beta,
         a,
         b,
-        c: driver::CPtr(c.as_mut_ptr()),
+        c,
         ldc,
         epi: (!epi.is_identity()).then_some(&ctx),
     };
