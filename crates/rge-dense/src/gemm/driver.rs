@@ -40,6 +40,17 @@ unsafe impl Send for CPtr {}
 // SAFETY: as above.
 unsafe impl Sync for CPtr {}
 
+impl CPtr {
+    /// The pointer `n` floats further.
+    ///
+    /// # Safety
+    /// As `pointer::add`: the result must stay inside C's allocation.
+    pub(crate) unsafe fn add(self, n: usize) -> CPtr {
+        // SAFETY: the caller's contract.
+        CPtr(unsafe { self.0.add(n) })
+    }
+}
+
 /// One validated GEMM (all operands checked to cover their shapes).
 pub(crate) struct Problem<'a> {
     pub m: usize,

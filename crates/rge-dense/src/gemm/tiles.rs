@@ -41,8 +41,6 @@ where
     let tile = tile.clamp(1, n);
     let base = driver::CPtr(c.as_mut_ptr());
     let run = |t: usize| -> Result<(), GemmError> {
-        // The whole `CPtr` (Sync), not its raw pointer field alone, is captured.
-        let base = base;
         let c0 = t * tile;
         let cols = tile.min(n - c0);
         let tile_epi = Epilogue {
@@ -61,10 +59,7 @@ where
             // SAFETY: C covers m × n at `ldc` (checked above) and `c` is borrowed mutably for
             // the whole call, so the tile's m × cols from column c0 lies in it; the tiles'
             // column ranges are disjoint, so no other tile touches those elements.
-            unsafe {
-                let at = driver::CPtr(base.0.add(c0));
-                sgemm_into(isa, &tp, a, b, at, ldc, &tile_epi, 1)
-            }
+            unsafe { sgemm_into(isa, &tp, a, b, base.add(c0), ldc, &tile_epi, 1) }
         })
     };
     let tiles = n.div_ceil(tile);
