@@ -14,6 +14,7 @@ use crate::gemm::{
     PackedB,
 };
 use crate::im2col::{im2col_tile, with_im2col_buf, IM2COL_TILE_FLOATS, PAR_TILE_WORK};
+use crate::winograd::WinogradWeights;
 
 /// Multiply-adds per parallel depthwise task, at least.
 const DW_TASK_OUTPUTS: usize = 16 * 1024;
@@ -459,6 +460,8 @@ pub struct ConvKernel {
     activation: Activation,
     /// The weights packed per group, when they are a constant.
     packed_w: Option<Vec<PackedA>>,
+    /// The Winograd-transformed weights of a constant 3×3 stride-1 ungrouped Conv.
+    winograd: Option<WinogradWeights>,
 }
 
 fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
@@ -496,11 +499,27 @@ pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
         }
         None => pack_conv_w(init, group)?,
     };
+    let window = WindowAttrs::parse(init)?;
+    let ones = |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| v.iter().all(|&d| d == 1));
+    let winograd = match init.constant(1) {
+        Some(w)
+            if group == 1
+                && w.shape().len() == 4
+                && w.shape()[2..] == [3, 3]
+                && ones(&window.strides)
+                && ones(&window.dilations) =>
+        {
+            let s = w.shape();
+            Some(WinogradWeights::new(w.as_slice::<f32>()?, s[0], s[1]).map_err(gemm_err)?)
+        }
+        _ => None,
+    };
     Ok(Box::new(ConvKernel {
-        window: WindowAttrs::parse(init)?,
+        window,
         group,
         activation: activation(init)?,
         packed_w,
+        winograd,
     }))
 }
 
@@ -649,6 +668,15 @@ impl Kernel for ConvKernel {
         }
         if depthwise {
             return self.depthwise(xv, wv, bias, z, &g, cout, out, threads);
+        }
+        if let Some(wg) = self.winograd.as_ref().filter(|wg| wg.suits(&g) && grp == 1) {
+            for (n, y) in out.chunks_exact_mut(cout * ohw).enumerate() {
+                let xn = &xv[n * cin * h * wd..(n + 1) * cin * h * wd];
+                let zn = z.map(|z| &z[n * cout * ohw..(n + 1) * cout * ohw]);
+                wg.conv(xn, &g, bias, zn, &self.activation, y, threads)
+                    .map_err(gemm_err)?;
+            }
+            return Ok(());
         }
         let pointwise = kh == 1
             && kw == 1

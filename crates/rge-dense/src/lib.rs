@@ -19,5 +19,6 @@ pub mod gemm;
 mod im2col;
 pub mod kernels;
 pub mod recurrent;
+pub mod winograd;
 
 pub use engine::{dense_engine, kernel_set, DENSE};

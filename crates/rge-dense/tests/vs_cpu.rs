@@ -437,50 +437,76 @@ fn depthwise_planes_and_blocks_split_over_threads() {
     }
 }
 
-/// A FusedConv large enough for parallel im2col tiles on 2 threads: each tile adds its columns
-/// of the residual before the activation, and writes them in place.
+/// FusedConvs with a residual and Relu on 1 and 2 threads: a 5×5 one large enough for parallel
+/// im2col tiles (each adds its columns of the residual and writes them in place) and a 3×3
+/// stride-1 one, which runs as Winograd F(2×2, 3×3).
 #[test]
-fn large_fused_convs_add_the_residual_per_tile() {
-    let mut attrs = AttrMap::new();
-    attrs.set("pads", ints(&[1, 1, 1, 1]));
-    let c = Case {
-        op: "Conv",
-        attrs,
-        inputs: vec![
-            Some(tensor(&[1, 64, 37, 41], 31)),
-            Some(tensor(&[24, 64, 3, 3], 32)),
-            Some(tensor(&[24], 33)),
-        ],
-    };
-    let plain = cpu(&c);
-    let z = tensor(plain.shape(), 34);
-    let mut attrs = c.attrs.clone();
-    attrs.set("activation", "Relu");
-    let mut inputs = c.inputs.clone();
-    inputs.push(Some(z.clone()));
-    let fused = Case {
-        op: "FusedConv",
-        attrs,
-        inputs,
-    };
-    let k = build(
-        rge_dense::kernels::create_conv,
-        &fused,
-        "FusedConv",
-        "ai.rge",
-        true,
-    );
-    let want: Vec<f32> = plain
-        .as_slice::<f32>()
-        .unwrap()
-        .iter()
-        .zip(z.as_slice::<f32>().unwrap())
-        .map(|(v, r)| (v + r).max(0.0))
-        .collect();
-    let want = Tensor::from_vec(plain.shape(), want).unwrap();
-    for threads in [1, 2] {
-        let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
-        close(&got, &want).unwrap();
+fn large_fused_convs_add_the_residual() {
+    for (k, pad) in [(5usize, 2usize), (3, 1)] {
+        let mut attrs = AttrMap::new();
+        attrs.set("pads", ints(&[pad, pad, pad, pad]));
+        let c = Case {
+            op: "Conv",
+            attrs,
+            inputs: vec![
+                Some(tensor(&[2, 64, 37, 41], 31)),
+                Some(tensor(&[24, 64, k, k], 32)),
+                Some(tensor(&[24], 33)),
+            ],
+        };
+        let plain = cpu(&c);
+        let z = tensor(plain.shape(), 34);
+        let mut attrs = c.attrs.clone();
+        attrs.set("activation", "Relu");
+        let mut inputs = c.inputs.clone();
+        inputs.push(Some(z.clone()));
+        let fused = Case {
+            op: "FusedConv",
+            attrs,
+            inputs,
+        };
+        let k = build(
+            rge_dense::kernels::create_conv,
+            &fused,
+            "FusedConv",
+            "ai.rge",
+            true,
+        );
+        let want: Vec<f32> = plain
+            .as_slice::<f32>()
+            .unwrap()
+            .iter()
+            .zip(z.as_slice::<f32>().unwrap())
+            .map(|(v, r)| (v + r).max(0.0))
+            .collect();
+        let want = Tensor::from_vec(plain.shape(), want).unwrap();
+        for threads in [1, 2] {
+            let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
+            close(&got, &want).unwrap();
+        }
+    }
+}
+
+/// 3×3 stride-1 Convs (Winograd when the weights are constant, im2col otherwise): sizes with
+/// partial last tiles, asymmetric pads and a batch of 2.
+#[test]
+fn winograd_convs_match_the_reference() {
+    for (h, w, pads) in [
+        (14usize, 14usize, [1usize, 1, 1, 1]),
+        (15, 11, [0, 2, 1, 0]),
+    ] {
+        let mut attrs = AttrMap::new();
+        attrs.set("pads", ints(&pads));
+        let c = Case {
+            op: "Conv",
+            attrs,
+            inputs: vec![
+                Some(tensor(&[2, 32, h, w], 41)),
+                Some(tensor(&[48, 32, 3, 3], 42)),
+                Some(tensor(&[48], 43)),
+            ],
+        };
+        check(&c, rge_dense::kernels::create_conv).unwrap();
     }
 }
 
