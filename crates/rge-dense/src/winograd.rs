@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use crate::depthwise::DwGeometry;
+use crate::gather::gather_strided;
 use crate::gemm::PackedA;
 use crate::gemm::{self, AOperand, Activation, BOperand, Epilogue, GemmError, GemmParams, Isa};
 
@@ -124,12 +125,12 @@ impl WinogradWeights {
             if threads > 1 {
                 v.par_chunks_mut(POINTS * tiles)
                     .zip(x.par_chunks(plane))
-                    .for_each_init(Vec::new, |s, (v, x)| transform_input(x, g, v, s));
+                    .for_each_init(Vec::new, |s, (v, x)| input_isa(isa, x, g, v, s));
             } else {
                 let mut s = Vec::new();
                 v.chunks_exact_mut(POINTS * tiles)
                     .zip(x.chunks_exact(plane))
-                    .for_each(|(v, x)| transform_input(x, g, v, &mut s));
+                    .for_each(|(v, x)| input_isa(isa, x, g, v, &mut s));
             }
             // M is point-major (`[16][cout][tiles]`), so the 16 GEMMs write disjoint blocks and
             // run in parallel, one thread each (16 forks of a split GEMM each cost a join).
@@ -155,7 +156,7 @@ impl WinogradWeights {
             }
             let m = &*m;
             let task = |s: &mut Vec<f32>, (co, y): (usize, &mut [f32])| {
-                transform_output(&m[co * tiles..], cout * tiles, g, y, s);
+                output_isa(isa, &m[co * tiles..], cout * tiles, g, y, s);
                 let b = bias.map_or(0.0, |b| b[co]);
                 let zr = z.map(|z| &z[co * ohw..(co + 1) * ohw]);
                 epilogue(isa, y, b, zr, act)
@@ -178,6 +179,41 @@ impl WinogradWeights {
     }
 }
 
+/// [`transform_input`] compiled for AVX2 when the CPU has it (its slice loops then vectorize
+/// 8 wide; the baseline build is the scalar twin, bit for bit the same arithmetic).
+fn input_isa(isa: Isa, x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
+    #[cfg(target_arch = "x86_64")]
+    if isa != Isa::Scalar && Isa::Avx2.is_available() {
+        // SAFETY: AVX2 is available (checked just above).
+        return unsafe { input_avx2(x, g, v, s) };
+    }
+    let _ = isa;
+    transform_input(x, g, v, s)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn input_avx2(x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
+    transform_input(x, g, v, s)
+}
+
+/// [`transform_output`] compiled for AVX2 when the CPU has it.
+fn output_isa(isa: Isa, m: &[f32], stride: usize, g: &DwGeometry, y: &mut [f32], s: &mut Vec<f32>) {
+    #[cfg(target_arch = "x86_64")]
+    if isa != Isa::Scalar && Isa::Avx2.is_available() {
+        // SAFETY: AVX2 is available (checked just above).
+        return unsafe { output_avx2(m, stride, g, y, s) };
+    }
+    let _ = isa;
+    transform_output(m, stride, g, y, s)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn output_avx2(m: &[f32], stride: usize, g: &DwGeometry, y: &mut [f32], s: &mut Vec<f32>) {
+    transform_output(m, stride, g, y, s)
+}
+
 /// `G·g·Gᵀ` of one 3×3 filter, row-major 4×4.
 fn transform_filter(g: &[f32]) -> [f32; POINTS] {
     // G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1], applied to the columns and then to the rows.
@@ -192,6 +228,7 @@ fn transform_filter(g: &[f32]) -> [f32; POINTS] {
 
 /// `Bᵀ·d·B` of every 4×4 tile of one channel's image `x` (`[h, w]`) into `v`
 /// (`[16][tiles]`), `s` a scratch. Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+#[inline(always)]
 fn transform_input(x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
     let (th, tw) = (g.oh.div_ceil(2), g.ow.div_ceil(2));
     let tiles = th * tw;
@@ -210,15 +247,16 @@ fn transform_input(x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
         };
         even.fill(0.0);
         odd.fill(0.0);
-        // Padded column c = ix + pad_left; only those below 2·phase are read.
+        // Padded column c = ix + pad_left goes to phase c % 2 at c / 2; only those below
+        // 2·phase are read.
         let row = &x[iy * g.w..(iy + 1) * g.w];
         let cols = (2 * phase).saturating_sub(g.pad_left).min(g.w);
-        for (ix, &val) in row[..cols].iter().enumerate() {
-            let c = ix + g.pad_left;
-            if c.is_multiple_of(2) {
-                even[c / 2] = val;
-            } else {
-                odd[c / 2] = val;
+        for (q, dst) in [(0, &mut *even), (1, &mut *odd)] {
+            let ix0 = (q + g.pad_left) % 2;
+            if ix0 < cols {
+                let k0 = (ix0 + g.pad_left) / 2;
+                let n = (cols - ix0).div_ceil(2);
+                gather_strided(&mut dst[k0..k0 + n], &row[ix0..cols], 2);
             }
         }
         let (h01, h23) = h.split_at_mut(2 * tw);
@@ -255,6 +293,7 @@ fn transform_input(x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
 
 /// `Aᵀ·m·A` of every tile of one output channel into its plane `y` (`[oh, ow]`), `s` a
 /// scratch; point `p`'s tiles are `m[p·point_stride..]`. Aᵀ = [1 1 1 0; 0 1 -1 -1].
+#[inline(always)]
 fn transform_output(
     m: &[f32],
     point_stride: usize,
@@ -437,6 +476,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AVX2 build of the transforms is the baseline's arithmetic, bit for bit.
+    #[test]
+    fn transforms_match_their_scalar_twin() {
+        let g = geometry(13, 10, 1, 2, 13, 12);
+        let (th, tw) = (g.oh.div_ceil(2), g.ow.div_ceil(2));
+        let x: Vec<f32> = (0..g.h * g.w)
+            .map(|i| (i % 17) as f32 * 0.37 - 2.0)
+            .collect();
+        let m: Vec<f32> = (0..POINTS * th * tw)
+            .map(|i| (i % 23) as f32 * 0.11 - 1.0)
+            .collect();
+        let mut s = Vec::new();
+        let run = |isa: Isa, s: &mut Vec<f32>| {
+            let mut v = vec![0.0; POINTS * th * tw];
+            input_isa(isa, &x, &g, &mut v, s);
+            let mut y = vec![0.0; g.oh * g.ow];
+            output_isa(isa, &m, th * tw, &g, &mut y, s);
+            (v, y)
+        };
+        assert_eq!(run(Isa::Scalar, &mut s), run(Isa::best(), &mut s));
     }
 
     #[test]

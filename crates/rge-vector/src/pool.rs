@@ -106,6 +106,7 @@ impl Pool {
         for_rows(ctx.threads(), out, oh * ow, |p, y| {
             let plane = &xs[p * h * w..][..h * w];
             let mut phases = vec![0.0f32; if sw > 1 { sw * pw } else { 0 }];
+            let mut vmax = vec![0.0f32; if avg.is_none() { w } else { 0 }];
             for (r, yr) in y.chunks_mut(ow).enumerate() {
                 let rt = rows[r];
                 yr.fill(if avg.is_some() {
@@ -113,9 +114,29 @@ impl Pool {
                 } else {
                     f32::NEG_INFINITY
                 });
-                for kh in rt.first..rt.end {
-                    let ih = (r * g.strides[0] + kh * g.dilations[0]) - g.pads_begin[0];
-                    let xrow = &plane[ih * w..][..w];
+                // MaxPool: the rows' elementwise max first (exact in any order), so the
+                // strided split and the column taps run once per output row, not per tap row.
+                let vertical = avg.is_none() && rt.end > rt.first + 1;
+                if vertical {
+                    let row = |kh: usize| {
+                        let ih = (r * g.strides[0] + kh * g.dilations[0]) - g.pads_begin[0];
+                        &plane[ih * w..][..w]
+                    };
+                    vmax.copy_from_slice(row(rt.first));
+                    for kh in rt.first + 1..rt.end {
+                        for (v, &x) in vmax.iter_mut().zip(row(kh)) {
+                            *v = max_nan(*v, x);
+                        }
+                    }
+                }
+                let taps = if vertical { 0..1 } else { rt.first..rt.end };
+                for kh in taps {
+                    let xrow = if vertical {
+                        &vmax[..]
+                    } else {
+                        let ih = (r * g.strides[0] + kh * g.dilations[0]) - g.pads_begin[0];
+                        &plane[ih * w..][..w]
+                    };
                     if sw > 1 {
                         // One strided pass per phase (a division per element cost most of a
                         // 3×3 stride-2 pool: 2.6 ms on ResNet's 64×112×112).
