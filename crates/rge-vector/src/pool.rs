@@ -1,8 +1,8 @@
 //! MaxPool and AveragePool over 2-D NCHW f32 tensors (any kernel, strides, pads, auto_pad,
 //! ceil_mode; MaxPool also dilations), GlobalAveragePool and GlobalMaxPool (any rank). Each
 //! (n, c) plane is one task; a pooled row is built tap by tap over its valid output range, so
-//! the padding costs no test in the inner loop (MaxPool first takes the max of its window's rows). MaxPool's Indices output, other ranks and
-//! dtypes run the `cpu` engine's kernel.
+//! the padding costs no test in the inner loop (MaxPool first takes the max of its window's
+//! rows). MaxPool's Indices output, other ranks and dtypes run the `cpu` engine's kernel.
 
 use rge_kernels::{
     DType, Kernel, KernelCtx, KernelDef, KernelError, KernelFactory, KernelInit, KernelRegistry,
