@@ -30,6 +30,10 @@ const POINTS: usize = 16;
 /// 1.0 against 2.4 on 2); smaller planes were not measured.
 const MIN_TILES: usize = 16;
 
+/// Tiles per block of tile rows (at least one row): V and M of a block, 16 points × channels ×
+/// this many floats each, stay in L2 at 64 channels (0.5 MiB each).
+const BLOCK_TILES: usize = 128;
+
 /// The fewest channels in and out: below them the transforms outweigh the saved multiplies.
 const MIN_CHANNELS: usize = 16;
 
@@ -97,7 +101,6 @@ impl WinogradWeights {
     ) -> Result<(), GemmError> {
         let (cin, cout) = (self.cin, self.cout);
         let (th, tw) = (g.oh.div_ceil(2), g.ow.div_ceil(2));
-        let tiles = th * tw;
         let ohw = g.oh * g.ow;
         for (what, len, need) in [
             ("X", x.len(), cin * g.h * g.w),
@@ -114,63 +117,47 @@ impl WinogradWeights {
             }
         }
         let isa = Isa::best();
+        // Tile rows in blocks of about BLOCK_TILES tiles, so V and M stay in L2 between the
+        // transforms and the GEMMs (the whole image's were megabytes: a fourth of the run went
+        // to the memory-bound transforms).
+        let rows_per_block = (BLOCK_TILES / tw).clamp(1, th);
         let mut run = |bufs: &mut Vec<f32>| -> Result<(), GemmError> {
-            let (vlen, mlen) = (cin * POINTS * tiles, cout * POINTS * tiles);
+            let most = rows_per_block * tw;
+            let (vlen, mlen) = (cin * POINTS * most, cout * POINTS * most);
             if bufs.len() < vlen + mlen {
                 bufs.resize(vlen + mlen, 0.0);
             }
-            let (v, rest) = bufs.split_at_mut(vlen);
-            let m = &mut rest[..mlen];
-            let plane = g.h * g.w;
-            if threads > 1 {
-                v.par_chunks_mut(POINTS * tiles)
-                    .zip(x.par_chunks(plane))
-                    .for_each_init(Vec::new, |s, (v, x)| input_isa(isa, x, g, v, s));
-            } else {
-                let mut s = Vec::new();
-                v.chunks_exact_mut(POINTS * tiles)
-                    .zip(x.chunks_exact(plane))
-                    .for_each(|(v, x)| input_isa(isa, x, g, v, &mut s));
-            }
-            // M is point-major (`[16][cout][tiles]`), so the 16 GEMMs write disjoint blocks and
-            // run in parallel, one thread each (16 forks of a split GEMM each cost a join).
-            let p = GemmParams::new(cout, tiles, cin);
-            let point = |(pt, (c, u)): (usize, (&mut [f32], &PackedA))| {
-                let b = BOperand::Raw {
-                    data: &v[pt * tiles..],
-                    ld: POINTS * tiles,
-                    trans: false,
+            let (vbuf, rest) = bufs.split_at_mut(vlen);
+            let mbuf = &mut rest[..mlen];
+            for t0 in (0..th).step_by(rows_per_block) {
+                let rows = TileRows {
+                    t0,
+                    t1: (t0 + rows_per_block).min(th),
                 };
-                gemm::sgemm(&p, AOperand::Packed(u), b, c, tiles, &Epilogue::NONE, 1)
-            };
-            if threads > 1 {
-                m.par_chunks_mut(cout * tiles)
-                    .zip(self.u.par_iter())
-                    .enumerate()
-                    .try_for_each(point)?;
-            } else {
-                m.chunks_exact_mut(cout * tiles)
-                    .zip(self.u.iter())
-                    .enumerate()
-                    .try_for_each(point)?;
+                let bt = (rows.t1 - rows.t0) * tw;
+                let v = &mut vbuf[..cin * POINTS * bt];
+                let m = &mut mbuf[..cout * POINTS * bt];
+                self.block(isa, x, g, rows, v, m, threads)?;
+                let m = &*m;
+                let (r0, r1) = (2 * rows.t0 * g.ow, (2 * rows.t1).min(g.oh) * g.ow);
+                let task = |s: &mut Vec<f32>, (co, y): (usize, &mut [f32])| {
+                    output_isa(isa, &m[co * bt..], cout * bt, g, rows, y, s);
+                    let b = bias.map_or(0.0, |b| b[co]);
+                    let zr = z.map(|z| &z[co * ohw + r0..co * ohw + r1]);
+                    epilogue(isa, &mut y[r0..r1], b, zr, act)
+                };
+                if threads > 1 {
+                    out.par_chunks_mut(ohw)
+                        .enumerate()
+                        .try_for_each_init(Vec::new, task)?;
+                } else {
+                    let mut s = Vec::new();
+                    out.chunks_exact_mut(ohw)
+                        .enumerate()
+                        .try_for_each(|it| task(&mut s, it))?;
+                }
             }
-            let m = &*m;
-            let task = |s: &mut Vec<f32>, (co, y): (usize, &mut [f32])| {
-                output_isa(isa, &m[co * tiles..], cout * tiles, g, y, s);
-                let b = bias.map_or(0.0, |b| b[co]);
-                let zr = z.map(|z| &z[co * ohw..(co + 1) * ohw]);
-                epilogue(isa, y, b, zr, act)
-            };
-            if threads > 1 {
-                out.par_chunks_mut(ohw)
-                    .enumerate()
-                    .try_for_each_init(Vec::new, task)
-            } else {
-                let mut s = Vec::new();
-                out.chunks_exact_mut(ohw)
-                    .enumerate()
-                    .try_for_each(|it| task(&mut s, it))
-            }
+            Ok(())
         };
         BUFS.with(|cell| match cell.try_borrow_mut() {
             Ok(mut bufs) => run(&mut bufs),
@@ -181,37 +168,112 @@ impl WinogradWeights {
 
 /// [`transform_input`] compiled for AVX2 when the CPU has it (its slice loops then vectorize
 /// 8 wide; the baseline build is the scalar twin, bit for bit the same arithmetic).
-fn input_isa(isa: Isa, x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
+fn input_isa(isa: Isa, x: &[f32], g: &DwGeometry, rows: TileRows, v: &mut [f32], s: &mut Vec<f32>) {
     #[cfg(target_arch = "x86_64")]
     if isa != Isa::Scalar && Isa::Avx2.is_available() {
         // SAFETY: AVX2 is available (checked just above).
-        return unsafe { input_avx2(x, g, v, s) };
+        return unsafe { input_avx2(x, g, rows, v, s) };
     }
     let _ = isa;
-    transform_input(x, g, v, s)
+    transform_input(x, g, rows, v, s)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn input_avx2(x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
-    transform_input(x, g, v, s)
+unsafe fn input_avx2(x: &[f32], g: &DwGeometry, rows: TileRows, v: &mut [f32], s: &mut Vec<f32>) {
+    transform_input(x, g, rows, v, s)
 }
 
 /// [`transform_output`] compiled for AVX2 when the CPU has it.
-fn output_isa(isa: Isa, m: &[f32], stride: usize, g: &DwGeometry, y: &mut [f32], s: &mut Vec<f32>) {
+#[allow(clippy::too_many_arguments)]
+fn output_isa(
+    isa: Isa,
+    m: &[f32],
+    stride: usize,
+    g: &DwGeometry,
+    rows: TileRows,
+    y: &mut [f32],
+    s: &mut Vec<f32>,
+) {
     #[cfg(target_arch = "x86_64")]
     if isa != Isa::Scalar && Isa::Avx2.is_available() {
         // SAFETY: AVX2 is available (checked just above).
-        return unsafe { output_avx2(m, stride, g, y, s) };
+        return unsafe { output_avx2(m, stride, g, rows, y, s) };
     }
     let _ = isa;
-    transform_output(m, stride, g, y, s)
+    transform_output(m, stride, g, rows, y, s)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn output_avx2(m: &[f32], stride: usize, g: &DwGeometry, y: &mut [f32], s: &mut Vec<f32>) {
-    transform_output(m, stride, g, y, s)
+unsafe fn output_avx2(
+    m: &[f32],
+    stride: usize,
+    g: &DwGeometry,
+    rows: TileRows,
+    y: &mut [f32],
+    s: &mut Vec<f32>,
+) {
+    transform_output(m, stride, g, rows, y, s)
+}
+
+impl WinogradWeights {
+    /// One block of tile rows: its input tiles transformed into `v` (`[cin][16][bt]`) and the
+    /// 16 GEMMs into `m` (`[16][cout][bt]`, point-major, so the GEMMs write disjoint blocks and
+    /// run in parallel, one thread each).
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &self,
+        isa: Isa,
+        x: &[f32],
+        g: &DwGeometry,
+        rows: TileRows,
+        v: &mut [f32],
+        m: &mut [f32],
+        threads: usize,
+    ) -> Result<(), GemmError> {
+        let (cin, cout) = (self.cin, self.cout);
+        let bt = (rows.t1 - rows.t0) * g.ow.div_ceil(2);
+        let plane = g.h * g.w;
+        if threads > 1 {
+            v.par_chunks_mut(POINTS * bt)
+                .zip(x.par_chunks(plane))
+                .for_each_init(Vec::new, |s, (v, x)| input_isa(isa, x, g, rows, v, s));
+        } else {
+            let mut s = Vec::new();
+            v.chunks_exact_mut(POINTS * bt)
+                .zip(x.chunks_exact(plane))
+                .for_each(|(v, x)| input_isa(isa, x, g, rows, v, &mut s));
+        }
+        let v = &*v;
+        let p = GemmParams::new(cout, bt, cin);
+        let point = |(pt, (c, u)): (usize, (&mut [f32], &PackedA))| {
+            let b = BOperand::Raw {
+                data: &v[pt * bt..],
+                ld: POINTS * bt,
+                trans: false,
+            };
+            gemm::sgemm(&p, AOperand::Packed(u), b, c, bt, &Epilogue::NONE, 1)
+        };
+        if threads > 1 {
+            m.par_chunks_mut(cout * bt)
+                .zip(self.u.par_iter())
+                .enumerate()
+                .try_for_each(point)
+        } else {
+            m.chunks_exact_mut(cout * bt)
+                .zip(self.u.iter())
+                .enumerate()
+                .try_for_each(point)
+        }
+    }
+}
+
+/// Tile rows `[t0, t1)` of an image.
+#[derive(Clone, Copy, Debug)]
+struct TileRows {
+    t0: usize,
+    t1: usize,
 }
 
 /// `G·g·Gᵀ` of one 3×3 filter, row-major 4×4.
@@ -229,19 +291,22 @@ fn transform_filter(g: &[f32]) -> [f32; POINTS] {
 /// `Bᵀ·d·B` of every 4×4 tile of one channel's image `x` (`[h, w]`) into `v`
 /// (`[16][tiles]`), `s` a scratch. Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
 #[inline(always)]
-fn transform_input(x: &[f32], g: &DwGeometry, v: &mut [f32], s: &mut Vec<f32>) {
-    let (th, tw) = (g.oh.div_ceil(2), g.ow.div_ceil(2));
+fn transform_input(x: &[f32], g: &DwGeometry, rows: TileRows, v: &mut [f32], s: &mut Vec<f32>) {
+    let tw = g.ow.div_ceil(2);
+    let th = rows.t1 - rows.t0;
     let tiles = th * tw;
-    let rows = 2 * th + 2;
+    // Padded input rows 2·t0 .. 2·t1 + 2.
+    let nrows = 2 * th + 2;
+    let q0 = 2 * rows.t0;
     // Per padded input row: its even and odd columns (tw + 1 each), then the horizontal
     // transform `d·B` of its tiles (4 × tw).
     let phase = tw + 1;
     s.clear();
-    s.resize(2 * phase + rows * 4 * tw, 0.0);
+    s.resize(2 * phase + nrows * 4 * tw, 0.0);
     let (eo, hs) = s.split_at_mut(2 * phase);
     let (even, odd) = eo.split_at_mut(phase);
-    for (q, h) in hs.chunks_exact_mut(4 * tw).enumerate() {
-        let Some(iy) = q.checked_sub(g.pad_top).filter(|&iy| iy < g.h) else {
+    for (dq, h) in hs.chunks_exact_mut(4 * tw).enumerate() {
+        let Some(iy) = (q0 + dq).checked_sub(g.pad_top).filter(|&iy| iy < g.h) else {
             h.fill(0.0);
             continue;
         };
@@ -298,16 +363,17 @@ fn transform_output(
     m: &[f32],
     point_stride: usize,
     g: &DwGeometry,
+    rows: TileRows,
     y: &mut [f32],
     s: &mut Vec<f32>,
 ) {
-    let (th, tw) = (g.oh.div_ceil(2), g.ow.div_ceil(2));
+    let tw = g.ow.div_ceil(2);
     s.clear();
     s.resize(10 * tw, 0.0);
     let (sv, yr) = s.split_at_mut(8 * tw);
     let (y0, y1) = yr.split_at_mut(tw);
-    for t in 0..th {
-        let mrow = |i: usize, j: usize| &m[(i * 4 + j) * point_stride + t * tw..][..tw];
+    for (dt, t) in (rows.t0..rows.t1).enumerate() {
+        let mrow = |i: usize, j: usize| &m[(i * 4 + j) * point_stride + dt * tw..][..tw];
         // Vertical: s_0j = m_0j + m_1j + m_2j, s_1j = m_1j - m_2j - m_3j.
         for j in 0..4 {
             let (m0, m1, m2, m3) = (mrow(0, j), mrow(1, j), mrow(2, j), mrow(3, j));
@@ -419,7 +485,7 @@ mod tests {
         y
     }
 
-    /// Odd and even sizes, asymmetric padding, partial last tiles, bias, residual and Relu, on
+    /// Odd and even sizes, asymmetric padding, partial last tiles and blocks, bias, residual and Relu, on
     /// 1 and 2 threads, against the direct sum: within 1e-4 of the output's scale.
     #[test]
     fn matches_the_direct_sum() {
@@ -437,6 +503,8 @@ mod tests {
             (17, 13, 0, 0, 0, 0, 16, 18),
             (10, 15, 2, 1, 0, 2, 19, 16),
             (13, 13, 1, 0, 1, 1, 33, 16),
+            // Several blocks of tile rows (6 rows of 19 tiles), the last one partial.
+            (41, 37, 1, 1, 1, 1, 16, 17),
         ] {
             let (oh, ow) = (h + pt + pb - 2, w + pl + pr - 2);
             let g = geometry(h, w, pt, pl, oh, ow);
@@ -492,9 +560,10 @@ mod tests {
         let mut s = Vec::new();
         let run = |isa: Isa, s: &mut Vec<f32>| {
             let mut v = vec![0.0; POINTS * th * tw];
-            input_isa(isa, &x, &g, &mut v, s);
+            let rows = TileRows { t0: 0, t1: th };
+            input_isa(isa, &x, &g, rows, &mut v, s);
             let mut y = vec![0.0; g.oh * g.ow];
-            output_isa(isa, &m, th * tw, &g, &mut y, s);
+            output_isa(isa, &m, th * tw, &g, rows, &mut y, s);
             (v, y)
         };
         assert_eq!(run(Isa::Scalar, &mut s), run(Isa::best(), &mut s));
