@@ -285,13 +285,7 @@ mod tests {
 
     #[test]
     fn every_isa_matches_the_naive_sum() {
-        let mut seed = 7u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        };
+        let mut rnd = crate::test_values::values(7);
         // (h, w, kh, kw, stride_h, stride_w, dilation, pad)
         for &(h, w, kh, kw, sh, sw, d, p) in &[
             (7, 9, 3, 3, 1, 1, 1, 1),

@@ -345,13 +345,7 @@ mod tests {
     /// the scratch reused from a block of other channels.
     #[test]
     fn every_isa_matches_the_plane_kernel() {
-        let mut seed = 11u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        };
+        let mut rnd = crate::test_values::values(11);
         // (h, w, kh, kw, stride_h, stride_w, dilation, pad_top, pad_left, channels)
         for &(h, w, kh, kw, sh, sw, d, pt, pl, nc) in &[
             (7, 7, 3, 3, 1, 1, 1, 1, 1, 16),

@@ -11,8 +11,8 @@ pub(crate) const IM2COL_TILE_FLOATS: usize = 256 * 1024;
 pub(crate) const PAR_TILE_WORK: usize = 1 << 20;
 
 thread_local! {
-    /// Each thread's im2col matrix, reused across tiles and runs (the GEMM driver's packing
-    /// buffers are kept the same way).
+    /// Each thread's im2col matrix (and Winograd's transformed tiles), reused across tiles and
+    /// runs (the GEMM driver's packing buffers are kept the same way).
     static IM2COL_BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

@@ -725,6 +725,25 @@ impl Kernel for ConvKernel {
                     &xv[(n * cin + gi * cin_g) * h * wd..(n * cin + (gi + 1) * cin_g) * h * wd];
                 let first = (n * cout + gi * cout_g) * ohw;
                 let bias_g = bias.map(|b| &b[gi * cout_g..(gi + 1) * cout_g]);
+                let a_op = match &self.packed_w {
+                    Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
+                    _ => AOperand::Raw {
+                        data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
+                        ld: kk,
+                        trans: false,
+                    },
+                };
+                // Bias, residual (from output column c0 on) and activation.
+                let epi_at = |c0: usize| {
+                    let mut epi = Epilogue::activation(self.activation);
+                    if let Some(b) = bias_g {
+                        epi = epi.with_bias(Bias::PerRow(b));
+                    }
+                    if let Some(z) = z {
+                        epi = epi.with_residual(&z[first + c0..first + cout_g * ohw], ohw);
+                    }
+                    epi
+                };
                 // One tile: columns [c0, c0 + cols) of this group's output into `c` (row
                 // stride `ldc`), on `th` threads.
                 let run_tile = |c0: usize,
@@ -733,21 +752,7 @@ impl Kernel for ConvKernel {
                                 ldc: usize,
                                 th: usize|
                  -> KernelResult<()> {
-                    let a_op = match &self.packed_w {
-                        Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
-                        _ => AOperand::Raw {
-                            data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
-                            ld: kk,
-                            trans: false,
-                        },
-                    };
-                    let mut epi = Epilogue::activation(self.activation);
-                    if let Some(b) = bias_g {
-                        epi = epi.with_bias(Bias::PerRow(b));
-                    }
-                    if let Some(z) = z {
-                        epi = epi.with_residual(&z[first + c0..first + cout_g * ohw], ohw);
-                    }
+                    let epi = epi_at(c0);
                     let p = GemmParams::new(cout_g, cols, kk);
                     if pointwise {
                         let b_op = BOperand::Raw {
@@ -770,21 +775,7 @@ impl Kernel for ConvKernel {
                 if parallel {
                     // The tiles in parallel, each im2col'd into its thread's buffer and
                     // multiplied straight into its columns of the output.
-                    let a_op = match &self.packed_w {
-                        Some(pw) if all_packed => AOperand::Packed(&pw[gi]),
-                        _ => AOperand::Raw {
-                            data: &wv[gi * cout_g * kk..(gi + 1) * cout_g * kk],
-                            ld: kk,
-                            trans: false,
-                        },
-                    };
-                    let mut epi = Epilogue::activation(self.activation);
-                    if let Some(b) = bias_g {
-                        epi = epi.with_bias(Bias::PerRow(b));
-                    }
-                    if let Some(z) = z {
-                        epi = epi.with_residual(&z[first..first + cout_g * ohw], ohw);
-                    }
+                    let epi = epi_at(0);
                     let p = GemmParams::new(cout_g, ohw, kk);
                     let dst = &mut out[first..first + cout_g * ohw];
                     gemm::sgemm_column_tiles(&p, a_op, tile, dst, ohw, &epi, t, |c0, cols, mm| {
@@ -838,6 +829,18 @@ impl ConvKernel {
         } else {
             self.activation
         };
+        // The residual of the output planes from `first` on, then the activation.
+        let residual = |o: &mut [f32], first: usize| -> KernelResult<()> {
+            if let Some(z) = z {
+                for (v, r) in o.iter_mut().zip(&z[first * ohw..]) {
+                    *v += r;
+                }
+                if self.activation != Activation::None {
+                    gemm::activate(isa, &self.activation, o).map_err(gemm_err)?;
+                }
+            }
+            Ok(())
+        };
         let plane_fn =
             |scratch: &mut Vec<f32>, (plane, o): (usize, &mut [f32])| -> KernelResult<()> {
                 let c = plane % channels;
@@ -845,15 +848,7 @@ impl ConvKernel {
                 let wts = &wv[c * taps..(c + 1) * taps];
                 let b = bias.map_or(0.0, |b| b[c]);
                 plan.plane(isa, img, wts, b, &in_plane, o, scratch);
-                if let Some(z) = z {
-                    for (v, r) in o.iter_mut().zip(&z[plane * ohw..(plane + 1) * ohw]) {
-                        *v += r;
-                    }
-                    if self.activation != Activation::None {
-                        gemm::activate(isa, &self.activation, o).map_err(gemm_err)?;
-                    }
-                }
-                Ok(())
+                residual(o, plane)
             };
         // Small planes go in blocks of 16 channels (when there are enough channels to fill a
         // block mostly).
@@ -868,15 +863,7 @@ impl ConvKernel {
                     let wts = &wv[c0 * taps..(c0 + nc) * taps];
                     let b = bias.map(|b| &b[c0..c0 + nc]);
                     bp.block(isa, x, wts, b, &in_plane, o, scratch);
-                    if let Some(z) = z {
-                        for (v, r) in o.iter_mut().zip(&z[first * ohw..(first + nc) * ohw]) {
-                            *v += r;
-                        }
-                        if self.activation != Activation::None {
-                            gemm::activate(isa, &self.activation, o).map_err(gemm_err)?;
-                        }
-                    }
-                    Ok(())
+                    residual(o, first)
                 };
                 let mut tasks: Vec<(usize, usize, &mut [f32])> = out
                     .chunks_mut(channels * ohw)

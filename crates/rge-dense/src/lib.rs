@@ -19,6 +19,8 @@ pub mod gemm;
 mod im2col;
 pub mod kernels;
 pub mod recurrent;
+#[cfg(test)]
+mod test_values;
 pub mod winograd;
 
 pub use engine::{dense_engine, kernel_set, DENSE};

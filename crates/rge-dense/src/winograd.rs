@@ -13,14 +13,13 @@
 //! exact in binary (±1 and ½), which keeps its error at the im2col GEMM's (F(4×4, 3×3)
 //! would be 4× fewer multiplies but about 10× the error).
 
-use std::cell::RefCell;
-
 use rayon::prelude::*;
 
 use crate::depthwise::DwGeometry;
 use crate::gather::gather_strided;
 use crate::gemm::PackedA;
 use crate::gemm::{self, AOperand, Activation, BOperand, Epilogue, GemmError, GemmParams, Isa};
+use crate::im2col::with_im2col_buf;
 
 /// Points of a transformed tile (4×4).
 const POINTS: usize = 16;
@@ -36,12 +35,6 @@ const BLOCK_TILES: usize = 128;
 
 /// The fewest channels in and out: below them the transforms outweigh the saved multiplies.
 const MIN_CHANNELS: usize = 16;
-
-thread_local! {
-    /// This thread's V and M buffers, kept between calls (megabytes on large layers: fresh
-    /// pages would cost a page fault each, every run).
-    static BUFS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-}
 
 /// The transformed, packed filters of one Conv.
 #[derive(Debug, Clone)]
@@ -121,14 +114,12 @@ impl WinogradWeights {
         // transforms and the GEMMs (the whole image's were megabytes: a fourth of the run went
         // to the memory-bound transforms).
         let rows_per_block = (BLOCK_TILES / tw).clamp(1, th);
-        let mut run = |bufs: &mut Vec<f32>| -> Result<(), GemmError> {
-            let most = rows_per_block * tw;
-            let (vlen, mlen) = (cin * POINTS * most, cout * POINTS * most);
-            if bufs.len() < vlen + mlen {
-                bufs.resize(vlen + mlen, 0.0);
-            }
-            let (vbuf, rest) = bufs.split_at_mut(vlen);
-            let mbuf = &mut rest[..mlen];
+        let most = rows_per_block * tw;
+        let (vlen, mlen) = (cin * POINTS * most, cout * POINTS * most);
+        // V and M in this thread's scratch, kept between calls (fresh pages would cost a page
+        // fault each, every run).
+        with_im2col_buf(vlen + mlen, |bufs| -> Result<(), GemmError> {
+            let (vbuf, mbuf) = bufs.split_at_mut(vlen);
             for t0 in (0..th).step_by(rows_per_block) {
                 let rows = TileRows {
                     t0,
@@ -158,10 +149,6 @@ impl WinogradWeights {
                 }
             }
             Ok(())
-        };
-        BUFS.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut bufs) => run(&mut bufs),
-            Err(_) => run(&mut Vec::new()),
         })
     }
 }
@@ -489,13 +476,7 @@ mod tests {
     /// 1 and 2 threads, against the direct sum: within 1e-4 of the output's scale.
     #[test]
     fn matches_the_direct_sum() {
-        let mut seed = 5u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        };
+        let mut rnd = crate::test_values::values(5);
         // (h, w, pad_top, pad_left, pad_bottom, pad_right, cin, cout)
         for &(h, w, pt, pl, pb, pr, cin, cout) in &[
             (12, 12, 1, 1, 1, 1, 16, 16),
