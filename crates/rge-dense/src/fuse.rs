@@ -83,8 +83,8 @@ pub(crate) fn producer(g: &ComputeGraph, n: NodeId, i: usize) -> Option<OutAncho
 pub(crate) fn single_reader(g: &ComputeGraph, n: NodeId, o: usize) -> Option<(NodeId, usize)> {
     let node = g.node(n)?;
     let readers = node.peers_of_output(o);
-    let gid = g.graph_of(n)?;
-    if readers.len() != 1 || g.output_nodes(gid).iter().any(|x| x.0 == n) {
+    g.graph_of(n)?;
+    if readers.len() != 1 || g.is_output_node(n) {
         return None;
     }
     Some((readers[0].node, readers[0].index.max(0) as usize))
@@ -128,8 +128,7 @@ fn drop_dead_consts(
             continue;
         }
         let Some(node) = g.node(c) else { continue };
-        let gid = g.graph_of(c);
-        let listed = gid.is_some_and(|gid| g.output_nodes(gid).iter().any(|o| o.0 == c));
+        let listed = g.is_output_node(c);
         let only_removed = node
             .peers_of_output(0)
             .iter()
@@ -418,8 +417,7 @@ fn chain_after(g: &ComputeGraph, anchor: NodeId, conv: bool, has_bias: bool) -> 
     }
     if let Some(node) = g.node(c.last) {
         let readers = node.peers_of_output(0);
-        let gid = g.graph_of(c.last);
-        let listed = gid.is_some_and(|gid| g.output_nodes(gid).iter().any(|x| x.0 == c.last));
+        let listed = g.is_output_node(c.last);
         if readers.len() == 2 && !listed {
             let (r0, r1) = (readers[0].node, readers[1].node);
             let is = |n: NodeId, t: &str| g.op(n).is_some_and(|o| o.op_type() == t);

@@ -17,17 +17,12 @@ pub struct ElementwiseFusion;
 impl GraphOptimizer for ElementwiseFusion {
     fn optimize_fused_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let engine = graph.engine().to_string();
-        let mut skip = std::collections::HashSet::new();
-        loop {
-            let next = crate::region::next_region(graph.graph(), &mut skip)
-                .map_err(|e| EngineError::engine(engine.clone(), e))?;
-            match next {
-                Some(p) => {
-                    graph.apply(p)?;
-                }
-                None => return Ok(()),
-            }
+        let patches = crate::region::region_patches(graph.graph())
+            .map_err(|e| EngineError::engine(engine.clone(), e))?;
+        for p in patches {
+            graph.apply(p)?;
         }
+        Ok(())
     }
 }
 

@@ -143,59 +143,59 @@ fn direct_operand(shape: &[usize], out: &[usize]) -> bool {
     s.len() <= out.len() && out[out.len() - s.len()..] == *s
 }
 
-/// The next region to fuse, as a patch; roots that cannot grow a region are added to `skip`.
-pub fn next_region(
-    g: &ComputeGraph,
-    skip: &mut HashSet<NodeId>,
-) -> Result<Option<GraphPatch>, String> {
+/// The patches fusing every region of `g`, found in one pass over it: roots in reverse
+/// topological order, each region grown from its root over producers whose readers have all
+/// joined. Regions are disjoint, and each patch leaves the ones after it valid: a later
+/// region's nodes are read only inside it, and its root is read by earlier patches' nodes
+/// through the links the patches make. Apply them in order.
+pub fn region_patches(g: &ComputeGraph) -> Result<Vec<GraphPatch>, String> {
     let order = topo(g);
     let rank: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-    let gid = g.root();
-    let outputs: HashSet<NodeId> = g.output_nodes(gid).iter().map(|o| o.0).collect();
+    let outputs: HashSet<NodeId> = g.output_nodes(g.root()).iter().map(|o| o.0).collect();
+    let fusable: HashSet<NodeId> = order
+        .iter()
+        .copied()
+        .filter(|&n| elem_of(g, n).is_some())
+        .collect();
+    let mut taken: HashSet<NodeId> = HashSet::new();
+    let mut patches = Vec::new();
     for &root in order.iter().rev() {
-        if skip.contains(&root) || elem_of(g, root).is_none() {
+        if taken.contains(&root) || !fusable.contains(&root) {
             continue;
         }
+        // A worklist: a producer is looked at again each time one of its readers joins, so
+        // the last reader to join lets it in.
         let mut region: HashSet<NodeId> = HashSet::from([root]);
-        loop {
-            let mut grew = false;
-            let members: Vec<NodeId> = region.iter().copied().collect();
-            for m in members {
-                let Some(node) = g.node(m) else { continue };
-                for i in 0..node.in_data_count() {
-                    let Some(p) = node.peer_of_input(i) else {
-                        continue;
-                    };
-                    if region.contains(&p.node)
-                        || skip.contains(&p.node)
-                        || outputs.contains(&p.node)
-                        || elem_of(g, p.node).is_none()
-                    {
-                        continue;
-                    }
-                    let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
-                    if readers.iter().all(|r| region.contains(&r.node)) {
-                        region.insert(p.node);
-                        grew = true;
-                    }
+        let mut work = vec![root];
+        while let Some(m) = work.pop() {
+            let Some(node) = g.node(m) else { continue };
+            for i in 0..node.in_data_count() {
+                let Some(p) = node.peer_of_input(i) else {
+                    continue;
+                };
+                if region.contains(&p.node)
+                    || taken.contains(&p.node)
+                    || outputs.contains(&p.node)
+                    || !fusable.contains(&p.node)
+                {
+                    continue;
                 }
-            }
-            if !grew {
-                break;
+                let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
+                if readers.iter().all(|r| region.contains(&r.node)) {
+                    region.insert(p.node);
+                    work.push(p.node);
+                }
             }
         }
         if region.len() < 2 {
-            skip.insert(root);
             continue;
         }
-        match build(g, root, &region, &rank)? {
-            Some(p) => return Ok(Some(p)),
-            None => {
-                skip.insert(root);
-            }
+        if let Some(p) = build(g, root, &region, &rank)? {
+            taken.extend(region);
+            patches.push(p);
         }
     }
-    Ok(None)
+    Ok(patches)
 }
 
 /// Appends the instructions of one node (`arg(i)`: its input `i` as an operand, `None` when

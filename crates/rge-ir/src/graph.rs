@@ -29,8 +29,32 @@ pub(crate) struct GraphData {
     pub(crate) len: usize,
     pub(crate) inputs: Vec<NodeId>,
     pub(crate) outputs: Vec<(NodeId, u32)>,
+    /// How many entries of `outputs` each output node has (so membership is O(1)).
+    pub(crate) output_refs: HashMap<NodeId, u32>,
     /// Node name → node, hashed by the name stored in the node (no second copy of names).
     pub(crate) names: HashTable<NodeId>,
+}
+
+impl GraphData {
+    pub(crate) fn set_outputs(&mut self, outputs: Vec<(NodeId, u32)>) {
+        self.output_refs.clear();
+        for &(n, _) in &outputs {
+            *self.output_refs.entry(n).or_default() += 1;
+        }
+        self.outputs = outputs;
+    }
+
+    pub(crate) fn push_output(&mut self, n: NodeId, index: u32) {
+        *self.output_refs.entry(n).or_default() += 1;
+        self.outputs.push((n, index));
+    }
+
+    /// Drops node `n` from the output list.
+    pub(crate) fn remove_output_node(&mut self, n: NodeId) {
+        if self.output_refs.remove(&n).is_some() {
+            self.outputs.retain(|&(x, _)| x != n);
+        }
+    }
 }
 
 /// The root graph and owner of all subgraphs.
@@ -43,6 +67,9 @@ pub struct ComputeGraph {
     pub(crate) subgraphs: Vec<GraphId>,
     pub(crate) subgraph_names: HashMap<String, GraphId>,
     pub(crate) hasher: DefaultHashBuilder,
+    /// Topological ranks kept for patches (`patch_ranks`): invalidated by every edit that adds
+    /// a link, kept valid by the patches themselves.
+    pub(crate) topo_ranks: crate::patch_ranks::TopoRanks,
 }
 
 impl Default for ComputeGraph {
@@ -65,6 +92,7 @@ impl ComputeGraph {
             subgraphs: Vec::new(),
             subgraph_names: HashMap::new(),
             hasher: DefaultHashBuilder::default(),
+            topo_ranks: Default::default(),
         }
     }
 
@@ -240,6 +268,13 @@ impl ComputeGraph {
     pub fn output_nodes(&self, g: GraphId) -> &[(NodeId, u32)] {
         self.graphs.get(g).map_or(&[], |d| &d.outputs)
     }
+    /// Whether node `n` is on its graph's output list.
+    pub fn is_output_node(&self, n: NodeId) -> bool {
+        self.nodes
+            .get(n)
+            .and_then(|node| self.graphs.get(node.graph))
+            .is_some_and(|d| d.output_refs.contains_key(&n))
+    }
     pub fn add_output_node(&mut self, n: NodeId, index: u32) -> Result<()> {
         let node = self.node_ref(n)?;
         if index as usize >= node.out_data.len() && !node.out_data.is_empty() {
@@ -251,7 +286,7 @@ impl ComputeGraph {
             });
         }
         let g = node.graph;
-        self.graphs[g].outputs.push((n, index));
+        self.graphs[g].push_output(n, index);
         Ok(())
     }
     pub fn set_output_nodes(&mut self, g: GraphId, outputs: Vec<(NodeId, u32)>) -> Result<()> {
@@ -264,7 +299,7 @@ impl ComputeGraph {
                 )));
             }
         }
-        self.gdata_mut(g)?.outputs = outputs;
+        self.gdata_mut(g)?.set_outputs(outputs);
         Ok(())
     }
 

@@ -118,10 +118,7 @@ impl ComputeGraph {
             if p.node != n
                 && op_types::is_const(c.op_type())
                 && c.all_out_peers().all(|q| q.node == n)
-                && !self.graphs[c.graph]
-                    .outputs
-                    .iter()
-                    .any(|&(o, _)| o == p.node)
+                && !self.graphs[c.graph].output_refs.contains_key(&p.node)
                 && !consts.contains(&p.node)
             {
                 consts.push(p.node);
@@ -151,7 +148,7 @@ impl ComputeGraph {
         let g = self.nodes[n].graph;
         let d = &mut self.graphs[g];
         d.inputs.retain(|&x| x != n);
-        d.outputs.retain(|&(x, _)| x != n);
+        d.remove_output_node(n);
         self.unindex_name(n);
         self.layout_remove(n);
         self.nodes.remove(n).expect("checked live").op

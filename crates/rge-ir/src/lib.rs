@@ -17,6 +17,7 @@ pub mod node;
 pub mod op_desc;
 pub mod patch;
 mod patch_apply;
+mod patch_ranks;
 mod ports;
 pub mod shape;
 pub mod sort;

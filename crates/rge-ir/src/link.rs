@@ -113,6 +113,7 @@ impl ComputeGraph {
     }
 
     pub(crate) fn link_unchecked(&mut self, src: OutAnchor, dst: InAnchor) {
+        self.topo_ranks.invalidate();
         let s = &mut self.nodes[src.node];
         if src.index == CONTROL_INDEX {
             push_small(s.ctrl_out_mut(), dst);
@@ -215,6 +216,7 @@ impl ComputeGraph {
                 self.name_of(node)
             )));
         }
+        self.topo_ranks.invalidate();
         // src's peer slot that pointed at dst now points at the new node's input.
         let s = &mut self.nodes[src.node];
         let list = if src.is_control() {
@@ -302,6 +304,7 @@ impl ComputeGraph {
         if self.is_linked(src, new_dst) {
             return Err(self.link_error(src, new_dst, true));
         }
+        self.topo_ranks.invalidate();
         let s = &mut self.nodes[src.node];
         let list = if src.is_control() {
             s.ctrl_out_mut()

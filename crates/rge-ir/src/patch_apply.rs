@@ -9,10 +9,11 @@ use crate::error::AnchorSide;
 use crate::graph::{ComputeGraph, GraphId};
 use crate::node::{InAnchor, Node, NodeId, OutAnchor, CONTROL_INDEX};
 use crate::patch::{ControlCarry, GraphPatch, Outlet, PatchError, PatchNode, PatchResult};
+use crate::patch_ranks::TopoRanks;
 
 /// A node of the patched graph: kept, or new by patch index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum V {
+pub(crate) enum V {
     Old(NodeId),
     New(usize),
 }
@@ -54,7 +55,7 @@ enum Position {
 }
 
 /// Everything `commit` does, decided and checked beforehand.
-struct Plan {
+pub(crate) struct Plan {
     g: GraphId,
     removed: Vec<NodeId>,
     /// Links to make, without duplicates, none already present.
@@ -214,8 +215,27 @@ impl ComputeGraph {
         patch: GraphPatch,
         protected: &[&str],
     ) -> Result<PatchResult, PatchError> {
-        let plan = self.plan_patch(&patch, protected)?;
-        self.commit_patch(patch, plan)
+        // The ranks are taken out while the patch's own edits invalidate the field, then put
+        // back kept valid (or forgotten when the patch left no room).
+        let g = self.patch_graph(&patch)?;
+        let mut ranks = std::mem::take(&mut self.topo_ranks);
+        let held = ranks.of(self, g);
+        let plan = match self.plan_patch(&patch, protected, held) {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.topo_ranks = ranks;
+                return Err(e);
+            }
+        };
+        let links: Vec<(V, V)> = plan.links.iter().map(|(s, d)| (s.v, d.v)).collect();
+        let result = self.commit_patch(patch, plan);
+        if let Ok(r) = &result {
+            ranks.absorb(&links, &r.nodes);
+        } else {
+            ranks.invalidate();
+        }
+        self.topo_ranks = ranks;
+        result
     }
 
     /// The graph a patch edits: its own, else that of the first existing node it names.
@@ -250,7 +270,12 @@ impl ComputeGraph {
             .unwrap_or(self.root))
     }
 
-    fn plan_patch(&self, p: &GraphPatch, protected: &[&str]) -> Result<Plan, PatchError> {
+    pub(crate) fn plan_patch(
+        &self,
+        p: &GraphPatch,
+        protected: &[&str],
+        ranks: Option<&TopoRanks>,
+    ) -> Result<Plan, PatchError> {
         let g = self.patch_graph(p)?;
         let mut c = Checker {
             graph: self,
@@ -440,7 +465,7 @@ impl ComputeGraph {
         }
 
         let cut: HashSet<(OutAnchor, InAnchor)> = unlinks.iter().copied().collect();
-        check_acyclic(&c, &cut)?;
+        check_acyclic(&c, &cut, ranks)?;
         let position = self.patch_position(p, &removed, &c.removed);
         Ok(Plan {
             g,
@@ -494,7 +519,7 @@ impl ComputeGraph {
         shunts: &HashMap<(NodeId, usize), At>,
     ) -> Result<Option<Vec<(V, u32)>>, PatchError> {
         let gd = &self.graphs[g];
-        if !gd.outputs.iter().any(|(n, _)| removed.contains(n)) {
+        if !removed.iter().any(|n| gd.output_refs.contains_key(n)) {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(gd.outputs.len());
@@ -608,7 +633,8 @@ impl ComputeGraph {
             }
         }
         if let Some(outs) = plan.outputs {
-            self.graphs[g].outputs = outs.into_iter().map(|(v, i)| (node_of(v), i)).collect();
+            let outs = outs.into_iter().map(|(v, i)| (node_of(v), i)).collect();
+            self.graphs[g].set_outputs(outs);
         }
         Ok(PatchResult {
             nodes: ids,
@@ -637,11 +663,29 @@ fn check_range(node: &Node, side: AnchorSide, index: usize) -> Result<(), PatchE
 /// depth-first search from the planned links' destinations over the patched graph (kept
 /// links minus those cut or into removed nodes, plus the planned ones) finds it; it visits
 /// only what lies downstream of the patch.
-fn check_acyclic(c: &Checker<'_>, cut: &HashSet<(OutAnchor, InAnchor)>) -> Result<(), PatchError> {
+///
+/// With `ranks`, kept nodes ranked above every kept source of a planned link are not visited:
+/// kept links only climb in rank, so no path from there leads back into a cycle.
+fn check_acyclic(
+    c: &Checker<'_>,
+    cut: &HashSet<(OutAnchor, InAnchor)>,
+    ranks: Option<&TopoRanks>,
+) -> Result<(), PatchError> {
     let mut extra: HashMap<V, Vec<V>> = HashMap::new();
     for &(s, d) in &c.links {
         extra.entry(s.v).or_default().push(d.v);
     }
+    // The highest rank a node on a new cycle can have (`None`: no bound known).
+    let bound = ranks.and_then(|r| {
+        c.links.iter().try_fold(0u64, |m, (s, _)| match s.v {
+            V::Old(n) => r.get(n).map(|x| m.max(x)),
+            V::New(_) => Some(m),
+        })
+    });
+    let beyond = |n: NodeId| match (bound, ranks.and_then(|r| r.get(n))) {
+        (Some(b), Some(x)) => x > b,
+        _ => false,
+    };
     let succs = |v: V| -> Vec<V> {
         let mut out: Vec<V> = extra.get(&v).cloned().unwrap_or_default();
         if let V::Old(n) = v {
@@ -654,7 +698,7 @@ fn check_acyclic(c: &Checker<'_>, cut: &HashSet<(OutAnchor, InAnchor)>) -> Resul
                 .chain(std::iter::once((n.out_ctrl(), node.ctrl_out())));
             for (src, list) in lists {
                 for &d in list {
-                    if !c.removed.contains(&d.node) && !cut.contains(&(src, d)) {
+                    if !c.removed.contains(&d.node) && !cut.contains(&(src, d)) && !beyond(d.node) {
                         out.push(V::Old(d.node));
                     }
                 }

@@ -62,10 +62,7 @@ pub fn has_control(g: &ComputeGraph, n: NodeId) -> bool {
 
 /// True when an output of `n` is a graph output (listed, or read by a NetOutput).
 pub fn is_graph_output(g: &ComputeGraph, n: NodeId) -> bool {
-    let Some(gid) = g.graph_of(n) else {
-        return true;
-    };
-    if g.output_nodes(gid).iter().any(|o| o.0 == n) {
+    if g.graph_of(n).is_none() || g.is_output_node(n) {
         return true;
     }
     g.node(n).is_some_and(|nd| {
