@@ -48,9 +48,19 @@ impl ComputeGraph {
 
     /// True when `src` and `dst` are linked.
     pub fn is_linked(&self, src: OutAnchor, dst: InAnchor) -> bool {
-        self.nodes
-            .get(src.node)
-            .is_some_and(|n| n.peers_of_out(src.index).contains(&dst))
+        if dst.index == CONTROL_INDEX {
+            return self.nodes.contains_key(src.node)
+                && self.nodes.contains_key(dst.node)
+                && self.control_linked(src, dst);
+        }
+        // An in-data anchor holds its one source: O(1) however wide the fan-out.
+        self.nodes.contains_key(src.node)
+            && self.nodes.get(dst.node).is_some_and(|d| {
+                usize::try_from(dst.index)
+                    .ok()
+                    .and_then(|i| d.in_data.get(i))
+                    .is_some_and(|s| *s == Some(src))
+            })
     }
 
     /// Checks that `link(src, dst)` would succeed.

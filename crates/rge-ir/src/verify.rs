@@ -25,8 +25,22 @@ impl ComputeGraph {
     pub fn verify(&self) -> Result<()> {
         let mut p = Problems(Vec::new());
         self.verify_orders(&mut p);
+        // The long out lists (wide fan-out) as sets, so each in-link is checked in O(1).
+        let long: hashbrown::HashMap<OutAnchor, hashbrown::HashSet<InAnchor>> = self
+            .nodes
+            .iter()
+            .flat_map(|(id, n)| {
+                n.out_data
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, l)| (id.out(i), l.as_slice()))
+                    .chain(std::iter::once((id.out_ctrl(), n.ctrl_out())))
+            })
+            .filter(|(_, l)| l.len() > LONG_LIST)
+            .map(|(a, l)| (a, l.iter().copied().collect()))
+            .collect();
         for (id, node) in &self.nodes {
-            self.verify_node(id, &mut p);
+            self.verify_node(id, &long, &mut p);
             if !self.graphs.contains_key(node.graph) {
                 p.push(format!("node `{}` belongs to a removed graph", node.name()));
             }
@@ -119,7 +133,12 @@ impl ComputeGraph {
         }
     }
 
-    fn verify_node(&self, id: NodeId, p: &mut Problems) {
+    fn verify_node(
+        &self,
+        id: NodeId,
+        long: &hashbrown::HashMap<OutAnchor, hashbrown::HashSet<InAnchor>>,
+        p: &mut Problems,
+    ) {
         let node = &self.nodes[id];
         let name = node.name();
         if node.in_data.len() != node.op.input_count() {
@@ -151,7 +170,12 @@ impl ComputeGraph {
                     src.index
                 )),
                 Some(list) => {
-                    let hits = list.iter().filter(|&&x| x == dst).count();
+                    // A long list (wide fan-out) is checked through a set: linear overall.
+                    let hits = if let Some(set) = long.get(&src) {
+                        usize::from(set.contains(&dst))
+                    } else {
+                        list.iter().filter(|&&x| x == dst).count()
+                    };
                     if hits != 1 {
                         p.push(format!(
                             "link {}:{} -> {name}:{} is recorded {hits} times at the source",
@@ -169,13 +193,12 @@ impl ComputeGraph {
                 }
             }
         }
-        for (k, s) in node.ctrl_in().iter().enumerate() {
-            if node.ctrl_in()[..k].contains(s) {
-                p.push(format!(
-                    "in-control anchor of `{name}` lists `{}` twice",
-                    self.name_of(s.node)
-                ));
-            }
+        let ctrl_in = node.ctrl_in();
+        for k in repeats(ctrl_in) {
+            p.push(format!(
+                "in-control anchor of `{name}` lists `{}` twice",
+                self.name_of(ctrl_in[k].node)
+            ));
         }
         let outs = node
             .out_data
@@ -184,15 +207,15 @@ impl ComputeGraph {
             .map(|(i, l)| (id.out(i), l.as_slice()))
             .chain(std::iter::once((id.out_ctrl(), node.ctrl_out())));
         for (src, list) in outs {
-            for (k, dst) in list.iter().enumerate() {
-                if list[..k].contains(dst) {
-                    p.push(format!(
-                        "output {} of `{name}` lists `{}:{}` twice",
-                        src.index,
-                        self.name_of(dst.node),
-                        dst.index
-                    ));
-                }
+            for k in repeats(list) {
+                p.push(format!(
+                    "output {} of `{name}` lists `{}:{}` twice",
+                    src.index,
+                    self.name_of(list[k].node),
+                    list[k].index
+                ));
+            }
+            for dst in list {
                 let Some(peer) = self.nodes.get(dst.node) else {
                     p.push(format!(
                         "output {} of `{name}` points at a removed node",
@@ -336,4 +359,19 @@ impl ComputeGraph {
         }
         None
     }
+}
+
+/// Lists longer than this are checked through hash sets.
+const LONG_LIST: usize = 32;
+
+/// The indexes of `list` whose entry appeared before (through a set for long lists, so a wide
+/// fan-out is checked in linear time).
+fn repeats<T: std::hash::Hash + Eq + Copy>(list: &[T]) -> Vec<usize> {
+    if list.len() <= LONG_LIST {
+        return (0..list.len())
+            .filter(|&k| list[..k].contains(&list[k]))
+            .collect();
+    }
+    let mut seen = hashbrown::HashSet::with_capacity(list.len());
+    (0..list.len()).filter(|&k| !seen.insert(list[k])).collect()
 }

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use rge_compiler::EngineManager;
 use rge_ir::{ComputeGraph, NodeId, OpDesc};
-use rge_kernels::MemSpace;
+use rge_kernels::{KernelDef, MemSpace};
 
 use crate::engines::is_local_op;
 use crate::lower::effective_engine;
@@ -32,8 +32,15 @@ fn is_view(op_type: &str) -> bool {
 /// The space an engine's kernel for `op` uses on port `i` (input or output): the kernel
 /// definition's own space for the port when it names one, else the engine's.
 fn port_space(manager: &EngineManager, op: &OpDesc, i: usize, input: bool) -> MemSpace {
+    let (engine_space, def) = kernel_of(manager, op);
+    space_of_port(&engine_space, def, i, input)
+}
+
+/// The engine's memory space and the kernel definition it selects for `op` (selected once per
+/// node: selection reads every port, so once per port would be quadratic in the inputs).
+fn kernel_of<'m>(manager: &'m EngineManager, op: &OpDesc) -> (MemSpace, Option<&'m KernelDef>) {
     let Some(engine) = manager.get(effective_engine(op)) else {
-        return MemSpace::host();
+        return (MemSpace::host(), None);
     };
     let def = engine
         .kernel_store()
@@ -42,6 +49,10 @@ fn port_space(manager: &EngineManager, op: &OpDesc, i: usize, input: bool) -> Me
             set.select(op, rge_engine::op_domain(op), rge_engine::op_opset(op))
                 .ok()
         });
+    (engine.memory_space(), def)
+}
+
+fn space_of_port(engine: &MemSpace, def: Option<&KernelDef>, i: usize, input: bool) -> MemSpace {
     let port = def.and_then(|d| {
         if input {
             d.input(i).space.clone()
@@ -49,7 +60,7 @@ fn port_space(manager: &EngineManager, op: &OpDesc, i: usize, input: bool) -> Me
             d.output(i).space.clone()
         }
     });
-    port.unwrap_or_else(|| engine.memory_space())
+    port.unwrap_or_else(|| engine.clone())
 }
 
 /// Where output `o` of `n` lives.
@@ -95,7 +106,7 @@ fn is_local_op_on_local(op: &OpDesc) -> bool {
 }
 
 /// Where input `i` of `n` must be, `None` when it takes any space (views follow their input).
-fn input_space(manager: &EngineManager, op: &OpDesc, i: usize) -> Option<MemSpace> {
+fn input_space(kernel: &(MemSpace, Option<&KernelDef>), op: &OpDesc, i: usize) -> Option<MemSpace> {
     let t = op.op_type();
     if t == TRANSFER_OP || (is_view(t) && is_local_op_on_local(op)) {
         return None;
@@ -104,7 +115,7 @@ fn input_space(manager: &EngineManager, op: &OpDesc, i: usize) -> Option<MemSpac
         // Graph outputs go back to the caller's host memory.
         return Some(MemSpace::host());
     }
-    Some(port_space(manager, op, i, true))
+    Some(space_of_port(&kernel.0, kernel.1, i, true))
 }
 
 /// Inserts a transfer on every data edge of the root graph whose producer writes another
@@ -126,6 +137,7 @@ pub fn insert_transfers(
             continue;
         }
         let op = op.clone();
+        let kernel = kernel_of(manager, &op);
         let inputs: Vec<(usize, rge_ir::OutAnchor)> = graph
             .node(n)
             .map(|nd| {
@@ -135,7 +147,7 @@ pub fn insert_transfers(
             })
             .unwrap_or_default();
         for (i, src) in inputs {
-            let Some(want) = input_space(manager, &op, i) else {
+            let Some(want) = input_space(&kernel, &op, i) else {
                 continue;
             };
             let out = src.index.max(0) as usize;
