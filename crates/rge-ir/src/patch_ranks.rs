@@ -55,10 +55,6 @@ impl TopoRanks {
         self.cyclic = None;
     }
 
-    pub(crate) fn set(&mut self, n: NodeId, r: u64) {
-        self.rank.insert(n, r);
-    }
-
     /// Kahn's algorithm over data and control links.
     fn compute(&mut self, graph: &ComputeGraph, g: GraphId) -> Option<()> {
         self.graph = None;
@@ -97,7 +93,7 @@ impl TopoRanks {
 }
 
 /// A rank strictly between `lo` and `hi` (`None` for no upper bound), if there is one.
-pub(crate) fn between(lo: u64, hi: Option<u64>) -> Option<u64> {
+fn between(lo: u64, hi: Option<u64>) -> Option<u64> {
     match hi {
         None => lo.checked_add(SPACING),
         Some(h) if h.saturating_sub(lo) > 1 => Some(lo + (h - lo) / 2),
@@ -164,7 +160,7 @@ impl TopoRanks {
         }
         for &i in &order {
             let r = between(lo[i], hi[i])?;
-            self.set(ids[i], r);
+            self.rank.insert(ids[i], r);
             for &j in &succs[i] {
                 lo[j] = lo[j].max(r);
             }

@@ -36,8 +36,7 @@ fn port_space(manager: &EngineManager, op: &OpDesc, i: usize, input: bool) -> Me
     space_of_port(&engine_space, def, i, input)
 }
 
-/// The engine's memory space and the kernel definition it selects for `op` (selected once per
-/// node: selection reads every port, so once per port would be quadratic in the inputs).
+/// The engine's memory space and the kernel definition it selects for `op`.
 fn kernel_of<'m>(manager: &'m EngineManager, op: &OpDesc) -> (MemSpace, Option<&'m KernelDef>) {
     let Some(engine) = manager.get(effective_engine(op)) else {
         return (MemSpace::host(), None);
@@ -105,17 +104,38 @@ fn is_local_op_on_local(op: &OpDesc) -> bool {
     matches!(effective_engine(op), "local" | "host" | "cpu")
 }
 
-/// Where input `i` of `n` must be, `None` when it takes any space (views follow their input).
-fn input_space(kernel: &(MemSpace, Option<&KernelDef>), op: &OpDesc, i: usize) -> Option<MemSpace> {
-    let t = op.op_type();
-    if t == TRANSFER_OP || (is_view(t) && is_local_op_on_local(op)) {
-        return None;
+/// Where the inputs of a node must be (decided once per node: selecting its kernel reads
+/// every port, so once per input would be quadratic in the inputs).
+enum InputSpaces<'m> {
+    /// Any space: transfers themselves, and views that follow their input.
+    Any,
+    /// The caller's host memory (graph outputs go back there).
+    Host,
+    /// The space the engine's kernel names for each port, else the engine's own.
+    Kernel(MemSpace, Option<&'m KernelDef>),
+}
+
+impl<'m> InputSpaces<'m> {
+    fn of(manager: &'m EngineManager, op: &OpDesc) -> Self {
+        let t = op.op_type();
+        if t == TRANSFER_OP || (is_view(t) && is_local_op_on_local(op)) {
+            return InputSpaces::Any;
+        }
+        if is_local_op(t) && is_local_op_on_local(op) {
+            return InputSpaces::Host;
+        }
+        let (engine, def) = kernel_of(manager, op);
+        InputSpaces::Kernel(engine, def)
     }
-    if is_local_op(t) && is_local_op_on_local(op) {
-        // Graph outputs go back to the caller's host memory.
-        return Some(MemSpace::host());
+
+    /// Where input `i` must be, `None` when it takes any space.
+    fn input(&self, i: usize) -> Option<MemSpace> {
+        match self {
+            InputSpaces::Any => None,
+            InputSpaces::Host => Some(MemSpace::host()),
+            InputSpaces::Kernel(engine, def) => Some(space_of_port(engine, *def, i, true)),
+        }
     }
-    Some(space_of_port(&kernel.0, kernel.1, i, true))
 }
 
 /// Inserts a transfer on every data edge of the root graph whose producer writes another
@@ -137,7 +157,7 @@ pub fn insert_transfers(
             continue;
         }
         let op = op.clone();
-        let kernel = kernel_of(manager, &op);
+        let spaces = InputSpaces::of(manager, &op);
         let inputs: Vec<(usize, rge_ir::OutAnchor)> = graph
             .node(n)
             .map(|nd| {
@@ -147,7 +167,7 @@ pub fn insert_transfers(
             })
             .unwrap_or_default();
         for (i, src) in inputs {
-            let Some(want) = input_space(&kernel, &op, i) else {
+            let Some(want) = spaces.input(i) else {
                 continue;
             };
             let out = src.index.max(0) as usize;
