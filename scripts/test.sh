@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/gen_onnx_node_tests.sh
+# The ai.onnx.ml (skl2onnx) and com.microsoft suites, onnxruntime's outputs (build/mlvenv).
+bash scripts/gen_ml_ms_tests.sh
 cargo test --workspace
 # The Python bindings (python/): built into build/pyvenv, pytest against onnxruntime.
 bash scripts/test_python.sh
@@ -20,6 +22,9 @@ bash scripts/gen_onnx_wheel_tests.sh
 while read -r suite floor; do
   cargo run --quiet -p rge -- conformance "build/onnx-wheel-tests/$suite" --min-pass "$floor" < /dev/null | tail -n 12
 done < conformance/wheel_floors
+# The ai.onnx.ml and com.microsoft suites: all must pass (the floors are their test counts).
+cargo run --quiet -p rge -- conformance build/ml-ms-tests/ml --min-pass "$(cat conformance/ml_floor)" | tail -n 12
+cargo run --quiet -p rge -- conformance build/ml-ms-tests/ms --min-pass "$(cat conformance/ms_floor)" | tail -n 12
 cargo run --quiet -p rge -- run examples/tiny_cnn.onnx --input image=examples/tiny_cnn_image.npy > /dev/null
 cargo run --quiet -p rge-ir --example demo > /dev/null
 echo "examples: ok"

@@ -13,6 +13,8 @@ pub fn register_all(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
     rge_kernels_sequence::register(b)?;
     rge_kernels_tensor::register(b)?;
     rge_kernels_misc::register(b)?;
+    rge_kernels_ml::register(b)?;
+    rge_kernels_ms::register(b)?;
     Ok(())
 }
 

@@ -23,6 +23,8 @@ mod image;
 mod ir;
 mod matmul;
 mod misc;
+mod ml;
+mod ms;
 mod norm;
 mod reduce;
 mod rnn;
@@ -55,6 +57,8 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     fused_elementwise::register(b)?;
     tf::register(b)?;
     hcom::register(b)?;
+    ml::register(b)?;
+    ms::register(b)?;
     // Last: the versions of the schema history the families above do not write.
     history::register(b)?;
     Ok(())

@@ -1,0 +1,40 @@
+//! rge CPU kernels: the ai.onnx.ml ops of scikit-learn-style models — the classic tree
+//! ensembles, linear and SVM models, and the feature transforms. (LabelEncoder,
+//! ArrayFeatureExtractor, Binarizer and TreeEnsemble 5 are in rge-kernels-misc.)
+
+mod input;
+mod labels;
+mod linear;
+mod post;
+mod svm;
+mod transform;
+mod tree;
+
+use rge_kernels::{KernelFactory, KernelRegistryBuilder, KernelResult};
+
+/// The ai.onnx.ml domain.
+pub const ML_DOMAIN: &str = "ai.onnx.ml";
+
+/// Every op of this family and its kernel factory.
+const KERNELS: &[(&str, KernelFactory)] = &[
+    ("TreeEnsembleClassifier", tree::tree_ensemble_classifier),
+    ("TreeEnsembleRegressor", tree::tree_ensemble_regressor),
+    ("LinearClassifier", linear::linear_classifier),
+    ("LinearRegressor", linear::linear_regressor),
+    ("SVMClassifier", svm::svm_classifier),
+    ("SVMRegressor", svm::svm_regressor),
+    ("Scaler", transform::scaler),
+    ("Normalizer", transform::normalizer),
+    ("Imputer", transform::imputer),
+    ("OneHotEncoder", transform::one_hot_encoder),
+    ("FeatureVectorizer", transform::feature_vectorizer),
+    ("CategoryMapper", transform::category_mapper),
+];
+
+/// Registers this family's kernels.
+pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
+    for &(op, factory) in KERNELS {
+        b.register(ML_DOMAIN, op, factory)?;
+    }
+    Ok(())
+}

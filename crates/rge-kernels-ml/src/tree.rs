@@ -1,0 +1,387 @@
+//! TreeEnsembleClassifier and TreeEnsembleRegressor (ai.onnx.ml 1 and 3): the node arrays are
+//! checked and linked into trees when the kernel is built (lengths equal, every child inside
+//! its tree, no cycles), then each row walks every tree; leaves add their weights to the
+//! targets (classes), aggregated and post-transformed as onnxruntime does.
+
+use std::collections::HashMap;
+
+use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
+
+use crate::input::rows;
+use crate::labels::Labels;
+use crate::post::{binary_scores, probit, Post, SecondClass};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Leq,
+    Lt,
+    Gte,
+    Gt,
+    Eq,
+    Neq,
+    Leaf,
+}
+
+fn mode(s: &str) -> KernelResult<Mode> {
+    Ok(match s {
+        "BRANCH_LEQ" => Mode::Leq,
+        "BRANCH_LT" => Mode::Lt,
+        "BRANCH_GTE" => Mode::Gte,
+        "BRANCH_GT" => Mode::Gt,
+        "BRANCH_EQ" => Mode::Eq,
+        "BRANCH_NEQ" => Mode::Neq,
+        "LEAF" => Mode::Leaf,
+        other => return Err(KernelError::attr("nodes_modes", format!("unknown mode `{other}`"))),
+    })
+}
+
+#[derive(Debug, Clone)]
+struct Node {
+    mode: Mode,
+    feature: usize,
+    value: f32,
+    missing_true: bool,
+    /// Indices into the node array.
+    yes: usize,
+    no: usize,
+    /// (target or class, weight) of a leaf.
+    weights: Vec<(usize, f32)>,
+}
+
+/// The linked trees: nodes and each tree's root.
+struct Forest {
+    nodes: Vec<Node>,
+    roots: Vec<usize>,
+    max_feature: usize,
+}
+
+/// Floats from `name` or `name_as_tensor` (opset 3).
+fn floats(init: &KernelInit<'_>, name: &str) -> KernelResult<Vec<f32>> {
+    if let Some(v) = init.floats_opt(name)? {
+        return Ok(v.to_vec());
+    }
+    match init.tensor_opt(&format!("{name}_as_tensor"))? {
+        Some(t) => Ok(t.view().to_f64_vec()?.into_iter().map(|v| v as f32).collect()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// `prefix` is "target" or "class"; targets/classes must be below `outputs`.
+fn forest(init: &KernelInit<'_>, prefix: &str, outputs: usize) -> KernelResult<Forest> {
+    let ints = |n: &str| init.ints_or_empty(n);
+    let tree_ids = ints("nodes_treeids")?;
+    let node_ids = ints("nodes_nodeids")?;
+    let features = ints("nodes_featureids")?;
+    let trues = ints("nodes_truenodeids")?;
+    let falses = ints("nodes_falsenodeids")?;
+    let values = floats(init, "nodes_values")?;
+    let modes = init.strings_opt("nodes_modes")?.unwrap_or(&[]);
+    let missing = ints("nodes_missing_value_tracks_true")?;
+    let n = tree_ids.len();
+    for (name, len) in [
+        ("nodes_nodeids", node_ids.len()),
+        ("nodes_featureids", features.len()),
+        ("nodes_modes", modes.len()),
+        ("nodes_truenodeids", trues.len()),
+        ("nodes_falsenodeids", falses.len()),
+        ("nodes_values", values.len()),
+    ] {
+        if len != n {
+            return Err(KernelError::attr(name, format!("has {len} values; nodes_treeids has {n}")));
+        }
+    }
+    if !missing.is_empty() && missing.len() != n {
+        return Err(KernelError::attr("nodes_missing_value_tracks_true", format!("has {} values for {n} nodes", missing.len())));
+    }
+    if n == 0 {
+        return Err(KernelError::attr("nodes_treeids", "the ensemble has no nodes"));
+    }
+    let mut index: HashMap<(i64, i64), usize> = HashMap::with_capacity(n);
+    let mut roots = Vec::new();
+    let mut seen_tree: HashMap<i64, ()> = HashMap::new();
+    for i in 0..n {
+        if index.insert((tree_ids[i], node_ids[i]), i).is_some() {
+            return Err(KernelError::attr("nodes_nodeids", format!("node {} of tree {} is defined twice", node_ids[i], tree_ids[i])));
+        }
+        if seen_tree.insert(tree_ids[i], ()).is_none() {
+            roots.push(i);
+        }
+    }
+    let mut nodes = Vec::with_capacity(n);
+    let mut max_feature = 0;
+    for i in 0..n {
+        let m = mode(&modes[i])?;
+        let child = |id: i64, what: &str| -> KernelResult<usize> {
+            index.get(&(tree_ids[i], id)).copied().ok_or_else(|| {
+                KernelError::attr(what, format!("node {} of tree {} points to node {id}, which is not in the tree", node_ids[i], tree_ids[i]))
+            })
+        };
+        let (yes, no, feature) = if m == Mode::Leaf {
+            (i, i, 0)
+        } else {
+            let f = usize::try_from(features[i]).map_err(|_| KernelError::attr("nodes_featureids", format!("feature {} < 0", features[i])))?;
+            max_feature = max_feature.max(f + 1);
+            (child(trues[i], "nodes_truenodeids")?, child(falses[i], "nodes_falsenodeids")?, f)
+        };
+        nodes.push(Node { mode: m, feature, value: values[i], missing_true: missing.get(i).is_some_and(|&v| v != 0), yes, no, weights: Vec::new() });
+    }
+    // The leaves' weights.
+    let t_tree = ints(&format!("{prefix}_treeids"))?;
+    let t_node = ints(&format!("{prefix}_nodeids"))?;
+    let t_id = ints(&format!("{prefix}_ids"))?;
+    let t_w = floats(init, &format!("{prefix}_weights"))?;
+    for (name, len) in [(format!("{prefix}_nodeids"), t_node.len()), (format!("{prefix}_ids"), t_id.len()), (format!("{prefix}_weights"), t_w.len())] {
+        if len != t_tree.len() {
+            return Err(KernelError::attr(name, format!("has {len} values; {prefix}_treeids has {}", t_tree.len())));
+        }
+    }
+    for k in 0..t_tree.len() {
+        let at = index.get(&(t_tree[k], t_node[k])).copied().ok_or_else(|| {
+            KernelError::attr(format!("{prefix}_nodeids"), format!("weight {k} names node {} of tree {}, which does not exist", t_node[k], t_tree[k]))
+        })?;
+        let id = usize::try_from(t_id[k]).ok().filter(|&v| v < outputs).ok_or_else(|| {
+            KernelError::attr(format!("{prefix}_ids"), format!("{} is outside [0, {outputs})", t_id[k]))
+        })?;
+        nodes[at].weights.push((id, t_w[k]));
+    }
+    let f = Forest { nodes, roots, max_feature };
+    f.check_acyclic()?;
+    Ok(f)
+}
+
+impl Forest {
+    /// Every walk ends at a leaf within the tree's node count (a cycle would loop forever).
+    fn check_acyclic(&self) -> KernelResult<()> {
+        let n = self.nodes.len();
+        let mut depth = vec![usize::MAX; n];
+        for &root in &self.roots {
+            let mut stack = vec![(root, 0usize)];
+            while let Some((i, d)) = stack.pop() {
+                if d > n {
+                    return Err(KernelError::attr("nodes_truenodeids", "a tree has a cycle"));
+                }
+                if depth[i] != usize::MAX && depth[i] <= d {
+                    continue;
+                }
+                depth[i] = d;
+                let node = &self.nodes[i];
+                if node.mode != Mode::Leaf {
+                    stack.push((node.yes, d + 1));
+                    stack.push((node.no, d + 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn leaf(&self, root: usize, x: &[f32]) -> &Node {
+        let mut node = &self.nodes[root];
+        while node.mode != Mode::Leaf {
+            let v = x[node.feature];
+            let go = if v.is_nan() && node.missing_true {
+                true
+            } else {
+                match node.mode {
+                    Mode::Leq => v <= node.value,
+                    Mode::Lt => v < node.value,
+                    Mode::Gte => v >= node.value,
+                    Mode::Gt => v > node.value,
+                    Mode::Eq => v == node.value,
+                    Mode::Neq => v != node.value,
+                    Mode::Leaf => unreachable!("loop ends at leaves"),
+                }
+            };
+            node = &self.nodes[if go { node.yes } else { node.no }];
+        }
+        node
+    }
+
+    fn check_features(&self, f: usize) -> KernelResult<()> {
+        if self.max_feature > f {
+            return Err(KernelError::invalid(format!("the trees use feature {} but X has {f} features", self.max_feature - 1)));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Average,
+    Min,
+    Max,
+}
+
+struct TreeRegressor {
+    forest: Forest,
+    targets: usize,
+    aggregate: Aggregate,
+    base: Vec<f32>,
+    post: Post,
+}
+
+pub(crate) fn tree_ensemble_regressor(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let targets = init.int_or("n_targets", 1)?;
+    let targets = usize::try_from(targets).ok().filter(|&t| t > 0).ok_or_else(|| KernelError::attr("n_targets", format!("must be positive, got {targets}")))?;
+    let aggregate = match init.str_or("aggregate_function", "SUM")? {
+        "SUM" => Aggregate::Sum,
+        "AVERAGE" => Aggregate::Average,
+        "MIN" => Aggregate::Min,
+        "MAX" => Aggregate::Max,
+        other => return Err(KernelError::attr("aggregate_function", format!("`{other}` is not SUM, AVERAGE, MIN or MAX"))),
+    };
+    let base = floats(init, "base_values")?;
+    if !base.is_empty() && base.len() != targets {
+        return Err(KernelError::attr("base_values", format!("has {} values for {targets} targets", base.len())));
+    }
+    Ok(Box::new(TreeRegressor {
+        forest: forest(init, "target", targets)?,
+        targets,
+        aggregate,
+        base,
+        post: Post::parse(init.str_or("post_transform", "NONE")?)?,
+    }))
+}
+
+impl Kernel for TreeRegressor {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let (n, f, x) = rows(ctx)?;
+        self.forest.check_features(f)?;
+        let t = self.targets;
+        let trees = self.forest.roots.len() as f32;
+        let mut out = Vec::with_capacity(n * t);
+        for r in 0..n {
+            let xr = &x[r * f..(r + 1) * f];
+            let mut acc = vec![0f32; t];
+            let mut has = vec![false; t];
+            for &root in &self.forest.roots {
+                let leaf = self.forest.leaf(root, xr);
+                // Weights of one leaf add up; trees combine by the aggregate.
+                let mut this = vec![None::<f32>; t];
+                for &(id, w) in &leaf.weights {
+                    *this[id].get_or_insert(0.0) += w;
+                }
+                for (k, v) in this.into_iter().enumerate() {
+                    let Some(v) = v else { continue };
+                    acc[k] = match (self.aggregate, has[k]) {
+                        (Aggregate::Min, true) => acc[k].min(v),
+                        (Aggregate::Max, true) => acc[k].max(v),
+                        (Aggregate::Min | Aggregate::Max, false) => v,
+                        _ => acc[k] + v,
+                    };
+                    has[k] = true;
+                }
+            }
+            let mut row: Vec<f32> = acc
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| {
+                    let v = if let Aggregate::Average = self.aggregate { v / trees } else { v };
+                    v + self.base.get(k).copied().unwrap_or(0.0)
+                })
+                .collect();
+            if t >= 2 {
+                self.post.apply_row(&mut row);
+            } else if self.post == Post::Probit {
+                row[0] = probit(row[0]);
+            }
+            out.extend(row);
+        }
+        ctx.put(0, rge_kernels::Tensor::from_vec(&[n, t], out)?)
+    }
+}
+
+struct TreeClassifier {
+    forest: Forest,
+    labels: Labels,
+    base: Vec<f32>,
+    post: Post,
+    /// Two labels and leaves that score class 0 only: one score column made into two.
+    binary: bool,
+    all_positive: bool,
+}
+
+pub(crate) fn tree_ensemble_classifier(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+    let labels = Labels::from_init(init, "classlabels_int64s")?;
+    let classes = labels.len();
+    if classes == 0 {
+        return Err(KernelError::attr("classlabels_int64s", "no class labels (classlabels_int64s or classlabels_strings)"));
+    }
+    let forest = forest(init, "class", classes)?;
+    let base = floats(init, "base_values")?;
+    if !base.is_empty() && base.len() != classes && !(classes == 2 && base.len() == 1) {
+        return Err(KernelError::attr("base_values", format!("has {} values for {classes} classes", base.len())));
+    }
+    let used: std::collections::BTreeSet<usize> = forest.nodes.iter().flat_map(|n| n.weights.iter().map(|w| w.0)).collect();
+    let all_positive = forest.nodes.iter().flat_map(|n| n.weights.iter()).all(|w| w.1 >= 0.0);
+    Ok(Box::new(TreeClassifier {
+        binary: classes == 2 && used.len() == 1,
+        all_positive,
+        forest,
+        labels,
+        base,
+        post: Post::parse(init.str_or("post_transform", "NONE")?)?,
+    }))
+}
+
+impl Kernel for TreeClassifier {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let (n, f, x) = rows(ctx)?;
+        self.forest.check_features(f)?;
+        let c = self.labels.len();
+        let mut picks = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n * c);
+        for r in 0..n {
+            let xr = &x[r * f..(r + 1) * f];
+            let mut scores = vec![0f32; c];
+            let mut has = vec![false; c];
+            for &root in &self.forest.roots {
+                for &(id, w) in &self.forest.leaf(root, xr).weights {
+                    scores[id] += w;
+                    has[id] = true;
+                }
+            }
+            if c > 2 {
+                for (k, b) in self.base.iter().enumerate() {
+                    scores[k] += b;
+                }
+                let best = (0..c).filter(|&k| has[k] || !self.base.is_empty()).fold(None, |best: Option<usize>, k| match best {
+                    Some(b) if scores[b] >= scores[k] => Some(b),
+                    _ => Some(k),
+                });
+                picks.push(Ok(best.unwrap_or(0)));
+                self.post.apply_row(&mut scores);
+                out.extend(scores);
+                continue;
+            }
+            // Two classes.
+            if self.base.len() == 2 && has[1] {
+                scores[0] += self.base[0];
+                scores[1] += self.base[1];
+            } else if self.base.len() == 2 {
+                scores[1] = self.base[1] + scores[0];
+                scores[0] = -scores[1];
+                has[1] = true;
+            } else if self.base.len() == 1 {
+                scores[0] += self.base[0];
+            }
+            if has[1] {
+                let pos = if self.binary { scores[1] > if self.all_positive { 0.5 } else { 0.0 } } else { scores[1] > scores[0] };
+                picks.push(self.labels.binary(pos));
+                self.post.apply_row(&mut scores);
+                out.extend(scores);
+            } else {
+                let s = scores[0];
+                let (pos, second) = if self.all_positive { (s > 0.5, SecondClass::Complement) } else { (s > 0.0, SecondClass::Mirror) };
+                picks.push(if self.binary { self.labels.binary(pos) } else { self.labels.binary(s > 0.0) });
+                if self.post == Post::Probit {
+                    out.extend([probit(s), 0.0]);
+                } else {
+                    out.extend(binary_scores(s, self.post, second));
+                }
+            }
+        }
+        self.labels.put(ctx, 0, &picks)?;
+        ctx.put(1, rge_kernels::Tensor::from_vec(&[n, c], out)?)
+    }
+}

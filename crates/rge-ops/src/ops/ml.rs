@@ -1,0 +1,272 @@
+//! The ai.onnx.ml ops of scikit-learn-style models: tree ensembles (the classic
+//! TreeEnsembleClassifier/Regressor), linear and SVM models, scalers and encoders. (LabelEncoder
+//! 2/4, ArrayFeatureExtractor, Binarizer and TreeEnsemble 5 are in text.rs.)
+
+use rge_ir::{DataType, Shape};
+
+use super::util::fmt_dims;
+use crate::bail;
+use crate::ctx::InferCtx;
+use crate::error::{OpResult, OpsError};
+use crate::proto::types::*;
+use crate::proto::OpProto;
+use crate::registry::OpRegistryBuilder;
+
+fn ml(op_type: &str, since: i64) -> OpProto {
+    OpProto::new("ai.onnx.ml", op_type, since)
+}
+
+/// The numeric inputs of the ml models.
+const ML_NUM: &[DataType] = &[
+    DataType::Float,
+    DataType::Double,
+    DataType::Int64,
+    DataType::Int32,
+];
+
+/// The batch size N of a [N, F] or [F] input (-1 when unknown).
+fn rows(ctx: &InferCtx<'_>) -> OpResult<i64> {
+    Ok(match ctx.input(0)?.dims() {
+        Some([]) | Some([_]) => 1,
+        Some([n, ..]) => *n,
+        None => -1,
+    })
+}
+
+/// Classifiers: labels [N] (int64 or string, from which class label list is set), scores
+/// [N, E] float.
+fn classifier(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let n = rows(ctx)?;
+    let (strings, ints) = if ctx.has_attr("classlabels_strings") {
+        (ctx.attr_strings("classlabels_strings")?, None)
+    } else {
+        let key = if ctx.has_attr("classlabels_int64s") {
+            "classlabels_int64s"
+        } else {
+            "classlabels_ints"
+        };
+        (None, ctx.attr_ints(key)?)
+    };
+    let classes = strings.map(|s| s.len()).or(ints.map(|i| i.len())).unwrap_or(0);
+    let label = if strings.is_some() {
+        DataType::String
+    } else {
+        DataType::Int64
+    };
+    ctx.set_output_dims(0, label, &[n]);
+    let e = if classes == 0 { -1 } else { classes as i64 };
+    ctx.set_output_dims(1, DataType::Float, &[n, e]);
+    Ok(())
+}
+
+fn tree_regressor(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let n = rows(ctx)?;
+    let t = ctx.attr_int_opt("n_targets")?.unwrap_or(1);
+    ctx.set_output_dims(0, DataType::Float, &[n, t]);
+    Ok(())
+}
+
+fn linear_regressor(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let n = rows(ctx)?;
+    let t = ctx.attr_int_opt("targets")?.unwrap_or(1);
+    ctx.set_output_dims(0, DataType::Float, &[n, t]);
+    Ok(())
+}
+
+fn svm_regressor(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let n = rows(ctx)?;
+    ctx.set_output_dims(0, DataType::Float, &[n, 1]);
+    Ok(())
+}
+
+/// Output float, shaped as the input.
+fn float_like(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let x = ctx.input(0)?.clone();
+    ctx.set_output(0, DataType::Float, x.shape);
+    Ok(())
+}
+
+fn same_like(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let x = ctx.input(0)?.clone();
+    ctx.set_output(0, x.dtype, x.shape);
+    Ok(())
+}
+
+fn one_hot_encoder(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let c = match (
+        ctx.attr_strings("cats_strings")?,
+        ctx.attr_ints("cats_int64s")?,
+    ) {
+        (Some(s), _) if !s.is_empty() => s.len() as i64,
+        (_, Some(i)) if !i.is_empty() => i.len() as i64,
+        _ => bail!("one of cats_strings, cats_int64s must be set"),
+    };
+    match ctx.input(0)?.dims() {
+        Some(d) => {
+            let mut o = d.to_vec();
+            o.push(c);
+            ctx.set_output_dims(0, DataType::Float, &o);
+        }
+        None => ctx.set_output(0, DataType::Float, Shape::unknown_rank()),
+    }
+    Ok(())
+}
+
+/// CategoryMapper and LabelEncoder 1: strings ↔ int64, the other type of the input.
+fn string_int_map(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let x = ctx.input(0)?.clone();
+    let dt = match x.dtype {
+        DataType::String => DataType::Int64,
+        DataType::Int64 => DataType::String,
+        DataType::Undefined => DataType::Undefined,
+        other => bail!("input must be string or int64, got {other}"),
+    };
+    ctx.set_output(0, dt, x.shape);
+    Ok(())
+}
+
+fn feature_vectorizer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let dims = ctx.attr_ints("inputdimensions")?.unwrap_or(&[]);
+    if dims.len() != ctx.input_count() {
+        bail!(
+            "inputdimensions has {} values for {} inputs",
+            dims.len(),
+            ctx.input_count()
+        );
+    }
+    let n = rows(ctx)?;
+    let total: i64 = dims.iter().sum();
+    ctx.set_output_dims(0, DataType::Float, &[n, total]);
+    Ok(())
+}
+
+fn check_2d(ctx: &InferCtx<'_>) -> OpResult<()> {
+    if let Some(d) = ctx.input(0)?.dims() {
+        if d.len() > 2 {
+            bail!("X must be [N, F] or [F], got {}", fmt_dims(d));
+        }
+    }
+    Ok(())
+}
+
+fn linear_classifier(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    check_2d(ctx)?;
+    classifier(ctx)
+}
+
+const TREE_NODES: &str = "nodes_falsenodeids:ints, nodes_featureids:ints, nodes_hitrates:floats, nodes_missing_value_tracks_true:ints, nodes_modes:strings, nodes_nodeids:ints, nodes_treeids:ints, nodes_truenodeids:ints, nodes_values:floats, post_transform:string=NONE, base_values:floats";
+const TREE_TENSORS: &str = ", base_values_as_tensor:tensor, nodes_hitrates_as_tensor:tensor, nodes_values_as_tensor:tensor";
+
+pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    let labels = &[DataType::String, DataType::Int64][..];
+    for v in [1, 3] {
+        let extra = if v == 3 { TREE_TENSORS } else { "" };
+        b.register(
+            ml("TreeEnsembleClassifier", v)
+                .sig("X:T1 -> Y:T2, Z:F")
+                .attrs(&format!("{TREE_NODES}{extra}, class_ids:ints, class_nodeids:ints, class_treeids:ints, class_weights:floats, classlabels_int64s:ints, classlabels_strings:strings{}", if v == 3 { ", class_weights_as_tensor:tensor" } else { "" }))
+                .tc("T1", ML_NUM)
+                .tc("T2", labels)
+                .tc("F", FLOAT32)
+                .infer(classifier),
+        )?;
+        b.register(
+            ml("TreeEnsembleRegressor", v)
+                .sig("X:T -> Y:F")
+                .attrs(&format!("{TREE_NODES}{extra}, aggregate_function:string=SUM, n_targets:int, target_ids:ints, target_nodeids:ints, target_treeids:ints, target_weights:floats{}", if v == 3 { ", target_weights_as_tensor:tensor" } else { "" }))
+                .tc("T", ML_NUM)
+                .tc("F", FLOAT32)
+                .infer(tree_regressor),
+        )?;
+    }
+    b.register(
+        ml("LinearClassifier", 1)
+            .sig("X:T1 -> Y:T2, Z:F")
+            .attrs("classlabels_ints:ints, classlabels_strings:strings, coefficients:floats!, intercepts:floats, multi_class:int=0, post_transform:string=NONE")
+            .tc("T1", ML_NUM)
+            .tc("T2", labels)
+            .tc("F", FLOAT32)
+            .infer(linear_classifier),
+    )?;
+    b.register(
+        ml("LinearRegressor", 1)
+            .sig("X:T -> Y:F")
+            .attrs("coefficients:floats, intercepts:floats, post_transform:string=NONE, targets:int=1")
+            .tc("T", ML_NUM)
+            .tc("F", FLOAT32)
+            .infer(linear_regressor),
+    )?;
+    b.register(
+        ml("SVMClassifier", 1)
+            .sig("X:T1 -> Y:T2, Z:F")
+            .attrs("classlabels_ints:ints, classlabels_strings:strings, coefficients:floats, kernel_params:floats, kernel_type:string=LINEAR, post_transform:string=NONE, prob_a:floats, prob_b:floats, rho:floats, support_vectors:floats, vectors_per_class:ints")
+            .tc("T1", ML_NUM)
+            .tc("T2", labels)
+            .tc("F", FLOAT32)
+            .infer(classifier),
+    )?;
+    b.register(
+        ml("SVMRegressor", 1)
+            .sig("X:T -> Y:F")
+            .attrs("coefficients:floats, kernel_params:floats, kernel_type:string=LINEAR, n_supports:int=0, one_class:int=0, post_transform:string=NONE, rho:floats, support_vectors:floats")
+            .tc("T", ML_NUM)
+            .tc("F", FLOAT32)
+            .infer(svm_regressor),
+    )?;
+    b.register(
+        ml("Scaler", 1)
+            .sig("X:T -> Y:F")
+            .attrs("offset:floats, scale:floats")
+            .tc("T", ML_NUM)
+            .tc("F", FLOAT32)
+            .infer(float_like),
+    )?;
+    b.register(
+        ml("Normalizer", 1)
+            .sig("X:T -> Y:F")
+            .attrs("norm:string=MAX")
+            .tc("T", ML_NUM)
+            .tc("F", FLOAT32)
+            .infer(float_like),
+    )?;
+    b.register(
+        ml("OneHotEncoder", 1)
+            .sig("X:T -> Y:F")
+            .attrs("cats_int64s:ints, cats_strings:strings, zeros:int=1")
+            .tc("T", &[DataType::String, DataType::Int64, DataType::Int32, DataType::Float, DataType::Double])
+            .tc("F", FLOAT32)
+            .infer(one_hot_encoder),
+    )?;
+    b.register(
+        ml("Imputer", 1)
+            .sig("X:T -> Y:T")
+            .attrs("imputed_value_floats:floats, imputed_value_int64s:ints, replaced_value_float:float=0.0, replaced_value_int64:int=0")
+            .tc("T", ML_NUM)
+            .infer(same_like),
+    )?;
+    b.register(
+        ml("FeatureVectorizer", 1)
+            .sig("X+:T -> Y:F")
+            .attrs("inputdimensions:ints")
+            .tc("T", ML_NUM)
+            .tc("F", FLOAT32)
+            .infer(feature_vectorizer),
+    )?;
+    b.register(
+        ml("CategoryMapper", 1)
+            .sig("X:T1 -> Y:T2")
+            .attrs("cats_int64s:ints, cats_strings:strings, default_int64:int=-1, default_string:string=_Unused")
+            .tc("T1", labels)
+            .tc("T2", labels)
+            .infer(string_int_map),
+    )?;
+    b.register(
+        ml("LabelEncoder", 1)
+            .sig("X:T1 -> Y:T2")
+            .attrs("classes_strings:strings, default_int64:int=-1, default_string:string=_Unused")
+            .tc("T1", labels)
+            .tc("T2", labels)
+            .infer(string_int_map),
+    )?;
+    Ok(())
+}
