@@ -9,7 +9,11 @@ pub(crate) fn rows(ctx: &KernelCtx<'_>) -> KernelResult<(usize, usize, Vec<f32>)
     let (n, f) = match *x.shape() {
         [f] => (1, f),
         [n, f] => (n, f),
-        ref s => return Err(KernelError::invalid(format!("X must be [N, F] or [F], got {s:?}"))),
+        ref s => {
+            return Err(KernelError::invalid(format!(
+                "X must be [N, F] or [F], got {s:?}"
+            )))
+        }
     };
     let v = x.to_f64_vec()?.into_iter().map(|v| v as f32).collect();
     Ok((n, f, v))

@@ -17,7 +17,9 @@ impl Labels {
                 return Ok(Labels::Strings(s.to_vec()));
             }
         }
-        Ok(Labels::Ints(init.ints_opt(int_attr)?.unwrap_or(&[]).to_vec()))
+        Ok(Labels::Ints(
+            init.ints_opt(int_attr)?.unwrap_or(&[]).to_vec(),
+        ))
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -29,21 +31,38 @@ impl Labels {
 
     /// Writes output `i` from a choice per row: `Ok(k)` label k, `Err(true/false)` the
     /// positive / negative label of a binary model without two labels (1 / 0, "1" / "0").
-    pub(crate) fn put(&self, ctx: &mut KernelCtx<'_>, i: usize, picks: &[Result<usize, bool>]) -> KernelResult<()> {
+    pub(crate) fn put(
+        &self,
+        ctx: &mut KernelCtx<'_>,
+        i: usize,
+        picks: &[Result<usize, bool>],
+    ) -> KernelResult<()> {
         let shape = [picks.len()];
         match self {
             Labels::Ints(v) => {
-                let out: Vec<i64> = picks.iter().map(|p| match p {
-                    Ok(k) => v[*k],
-                    Err(pos) => *pos as i64,
-                }).collect();
+                let out: Vec<i64> = picks
+                    .iter()
+                    .map(|p| match p {
+                        Ok(k) => v[*k],
+                        Err(pos) => *pos as i64,
+                    })
+                    .collect();
                 ctx.put(i, Tensor::from_vec(&shape, out)?)
             }
             Labels::Strings(v) => {
-                let out: Vec<String> = picks.iter().map(|p| match p {
-                    Ok(k) => v[*k].clone(),
-                    Err(pos) => if *pos { "1".into() } else { "0".into() },
-                }).collect();
+                let out: Vec<String> = picks
+                    .iter()
+                    .map(|p| match p {
+                        Ok(k) => v[*k].clone(),
+                        Err(pos) => {
+                            if *pos {
+                                "1".into()
+                            } else {
+                                "0".into()
+                            }
+                        }
+                    })
+                    .collect();
                 ctx.put(i, Tensor::from_strings(&shape, out)?)
             }
         }

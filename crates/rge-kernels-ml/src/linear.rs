@@ -13,7 +13,11 @@ fn scores(x: &[f32], n: usize, f: usize, coef: &[f32], intercepts: &[f32], t: us
     for r in 0..n {
         let xr = &x[r * f..(r + 1) * f];
         for k in 0..t {
-            let dot: f32 = xr.iter().zip(&coef[k * f..(k + 1) * f]).map(|(a, b)| a * b).sum();
+            let dot: f32 = xr
+                .iter()
+                .zip(&coef[k * f..(k + 1) * f])
+                .map(|(a, b)| a * b)
+                .sum();
             out.push(dot + intercepts.get(k).copied().unwrap_or(0.0));
         }
     }
@@ -21,7 +25,11 @@ fn scores(x: &[f32], n: usize, f: usize, coef: &[f32], intercepts: &[f32], t: us
 }
 
 fn targets_of(coef: &[f32], intercepts: &[f32], f: usize) -> KernelResult<usize> {
-    let t = if intercepts.is_empty() { coef.len() / f.max(1) } else { intercepts.len() };
+    let t = if intercepts.is_empty() {
+        coef.len() / f.max(1)
+    } else {
+        intercepts.len()
+    };
     if t == 0 || coef.len() != t * f {
         return Err(KernelError::invalid(format!(
             "{} coefficients do not make {t} rows of the input's {f} features",
@@ -45,9 +53,16 @@ pub(crate) fn linear_classifier(init: &KernelInit<'_>) -> KernelResult<Box<dyn K
     }
     let intercepts = init.floats_opt("intercepts")?.unwrap_or(&[]).to_vec();
     let labels = Labels::from_init(init, "classlabels_ints")?;
-    let classes = if intercepts.is_empty() { labels.len() } else { intercepts.len() };
+    let classes = if intercepts.is_empty() {
+        labels.len()
+    } else {
+        intercepts.len()
+    };
     if labels.len() != classes && !(classes == 1 && labels.len() == 2) {
-        return Err(KernelError::attr("classlabels_ints", format!("{} labels for {classes} classes (intercepts)", labels.len())));
+        return Err(KernelError::attr(
+            "classlabels_ints",
+            format!("{} labels for {classes} classes (intercepts)", labels.len()),
+        ));
     }
     Ok(Box::new(LinearClassifier {
         coef,
@@ -103,10 +118,16 @@ struct LinearRegressor {
 
 pub(crate) fn linear_regressor(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let targets = init.int_or("targets", 1)?;
-    let targets = usize::try_from(targets).ok().filter(|&t| t > 0).ok_or_else(|| KernelError::attr("targets", format!("must be positive, got {targets}")))?;
+    let targets = usize::try_from(targets)
+        .ok()
+        .filter(|&t| t > 0)
+        .ok_or_else(|| KernelError::attr("targets", format!("must be positive, got {targets}")))?;
     let intercepts = init.floats_opt("intercepts")?.unwrap_or(&[]).to_vec();
     if !intercepts.is_empty() && intercepts.len() != targets {
-        return Err(KernelError::attr("intercepts", format!("has {} values for {targets} targets", intercepts.len())));
+        return Err(KernelError::attr(
+            "intercepts",
+            format!("has {} values for {targets} targets", intercepts.len()),
+        ));
     }
     Ok(Box::new(LinearRegressor {
         coef: init.floats_opt("coefficients")?.unwrap_or(&[]).to_vec(),
@@ -121,11 +142,15 @@ impl Kernel for LinearRegressor {
         let (n, f, x) = rows(ctx)?;
         let t = self.targets;
         if self.coef.len() != t * f {
-            return Err(KernelError::invalid(format!("{} coefficients do not make {t} rows of the input's {f} features", self.coef.len())));
+            return Err(KernelError::invalid(format!(
+                "{} coefficients do not make {t} rows of the input's {f} features",
+                self.coef.len()
+            )));
         }
         let mut s = scores(&x, n, f, &self.coef, &self.intercepts, t);
         if t >= 2 {
-            s.chunks_exact_mut(t).for_each(|row| self.post.apply_row(row));
+            s.chunks_exact_mut(t)
+                .for_each(|row| self.post.apply_row(row));
         } else if self.post == Post::Probit {
             s.iter_mut().for_each(|v| *v = probit(*v));
         }

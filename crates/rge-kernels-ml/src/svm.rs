@@ -32,9 +32,19 @@ impl SvmKernel {
             "POLY" => Kind::Poly,
             "RBF" => Kind::Rbf,
             "SIGMOID" => Kind::Sigmoid,
-            other => return Err(KernelError::attr("kernel_type", format!("`{other}` is not LINEAR, POLY, RBF or SIGMOID"))),
+            other => {
+                return Err(KernelError::attr(
+                    "kernel_type",
+                    format!("`{other}` is not LINEAR, POLY, RBF or SIGMOID"),
+                ))
+            }
         };
-        Ok(SvmKernel { kind, gamma: p.first().copied().unwrap_or(0.0), coef0: p.get(1).copied().unwrap_or(0.0), degree: p.get(2).copied().unwrap_or(0.0) })
+        Ok(SvmKernel {
+            kind,
+            gamma: p.first().copied().unwrap_or(0.0),
+            coef0: p.get(1).copied().unwrap_or(0.0),
+            degree: p.get(2).copied().unwrap_or(0.0),
+        })
     }
 
     fn eval(self, x: &[f32], sv: &[f32]) -> f32 {
@@ -78,23 +88,43 @@ pub(crate) fn svm_classifier(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kern
     let labels = Labels::from_init(init, "classlabels_ints")?;
     let c = labels.len();
     if c == 0 {
-        return Err(KernelError::attr("classlabels_ints", "no class labels (classlabels_ints or classlabels_strings)"));
+        return Err(KernelError::attr(
+            "classlabels_ints",
+            "no class labels (classlabels_ints or classlabels_strings)",
+        ));
     }
     let coef = floats(init, "coefficients")?;
     let sv = floats(init, "support_vectors")?;
     let rho = floats(init, "rho")?;
     let (prob_a, prob_b) = (floats(init, "prob_a")?, floats(init, "prob_b")?);
     if prob_a.len() != prob_b.len() {
-        return Err(KernelError::attr("prob_b", format!("has {} values; prob_a has {}", prob_b.len(), prob_a.len())));
+        return Err(KernelError::attr(
+            "prob_b",
+            format!("has {} values; prob_a has {}", prob_b.len(), prob_a.len()),
+        ));
     }
-    let per_class: Vec<usize> = init.ints_or_empty("vectors_per_class")?.iter().map(|&v| usize::try_from(v).map_err(|_| KernelError::attr("vectors_per_class", format!("{v} < 0")))).collect::<KernelResult<_>>()?;
+    let per_class: Vec<usize> = init
+        .ints_or_empty("vectors_per_class")?
+        .iter()
+        .map(|&v| {
+            usize::try_from(v)
+                .map_err(|_| KernelError::attr("vectors_per_class", format!("{v} < 0")))
+        })
+        .collect::<KernelResult<_>>()?;
     let vectors: usize = per_class.iter().sum();
     let pairs = c * (c - 1) / 2;
     let features = if vectors > 0 {
         if per_class.len() != c {
-            return Err(KernelError::attr("vectors_per_class", format!("has {} values for {c} classes", per_class.len())));
+            return Err(KernelError::attr(
+                "vectors_per_class",
+                format!("has {} values for {c} classes", per_class.len()),
+            ));
         }
-        if sv.len() % vectors != 0 || coef.len() < (c - 1) * vectors || rho.len() < pairs || (!prob_a.is_empty() && prob_a.len() < pairs) {
+        if sv.len() % vectors != 0
+            || coef.len() < (c - 1) * vectors
+            || rho.len() < pairs
+            || (!prob_a.is_empty() && prob_a.len() < pairs)
+        {
             return Err(KernelError::attr("coefficients", format!(
                 "sizes do not fit {c} classes and {vectors} support vectors (support_vectors {}, coefficients {}, rho {})",
                 sv.len(), coef.len(), rho.len()
@@ -103,7 +133,14 @@ pub(crate) fn svm_classifier(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kern
         sv.len() / vectors
     } else {
         if coef.is_empty() || coef.len() % c != 0 || rho.is_empty() {
-            return Err(KernelError::attr("coefficients", format!("{} coefficients (and {} rho) do not fit {c} classes", coef.len(), rho.len())));
+            return Err(KernelError::attr(
+                "coefficients",
+                format!(
+                    "{} coefficients (and {} rho) do not fit {c} classes",
+                    coef.len(),
+                    rho.len()
+                ),
+            ));
         }
         coef.len() / c
     };
@@ -182,23 +219,40 @@ impl Kernel for SvmClassifier {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let (n, f, x) = rows(ctx)?;
         if f != self.features {
-            return Err(KernelError::invalid(format!("X has {f} features; the model has {}", self.features)));
+            return Err(KernelError::invalid(format!(
+                "X has {f} features; the model has {}",
+                self.features
+            )));
         }
         let c = self.labels.len();
         let pairs = c * (c - 1) / 2;
         let vectors: usize = self.per_class.iter().sum();
         let proba = !self.prob_a.is_empty();
-        let width = if vectors > 0 && !proba { if c > 2 { pairs } else { 2 } } else { c };
+        let width = if vectors > 0 && !proba {
+            if c > 2 {
+                pairs
+            } else {
+                2
+            }
+        } else {
+            c
+        };
         let mut picks = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n * width);
         for r in 0..n {
             let xr = &x[r * f..(r + 1) * f];
             if vectors == 0 {
                 // liblinear: one score per class.
-                let mut scores: Vec<f32> = (0..c).map(|k| self.kernel.eval(xr, &self.coef[k * f..(k + 1) * f]) + self.rho[0]).collect();
+                let mut scores: Vec<f32> = (0..c)
+                    .map(|k| self.kernel.eval(xr, &self.coef[k * f..(k + 1) * f]) + self.rho[0])
+                    .collect();
                 let best = argmax(&scores);
                 let w = scores[best];
-                picks.push(if c == 2 { self.choose(w, best, false) } else { Ok(best) });
+                picks.push(if c == 2 {
+                    self.choose(w, best, false)
+                } else {
+                    Ok(best)
+                });
                 if c >= 2 {
                     self.post.apply_row(&mut scores);
                 } else if self.post == Post::Probit {
@@ -207,7 +261,9 @@ impl Kernel for SvmClassifier {
                 out.extend(scores);
                 continue;
             }
-            let kernels: Vec<f32> = (0..vectors).map(|v| self.kernel.eval(xr, &self.sv[v * f..(v + 1) * f])).collect();
+            let kernels: Vec<f32> = (0..vectors)
+                .map(|v| self.kernel.eval(xr, &self.sv[v * f..(v + 1) * f]))
+                .collect();
             let mut votes = vec![0i64; c];
             let mut scores = Vec::with_capacity(pairs);
             let mut idx = 0;
@@ -215,10 +271,12 @@ impl Kernel for SvmClassifier {
                 for j in i + 1..c {
                     let mut sum = 0f64;
                     for m in 0..self.per_class[i] {
-                        sum += (self.coef[vectors * (j - 1) + self.starts[i] + m] * kernels[self.starts[i] + m]) as f64;
+                        sum += (self.coef[vectors * (j - 1) + self.starts[i] + m]
+                            * kernels[self.starts[i] + m]) as f64;
                     }
                     for m in 0..self.per_class[j] {
-                        sum += (self.coef[vectors * i + self.starts[j] + m] * kernels[self.starts[j] + m]) as f64;
+                        sum += (self.coef[vectors * i + self.starts[j] + m]
+                            * kernels[self.starts[j] + m]) as f64;
                     }
                     sum += self.rho[idx] as f64;
                     idx += 1;
@@ -227,13 +285,18 @@ impl Kernel for SvmClassifier {
                 }
             }
             let best = argmax(&votes);
-            picks.push(if pairs == 1 { self.choose(0.0, best, proba) } else { Ok(best) });
+            picks.push(if pairs == 1 {
+                self.choose(0.0, best, proba)
+            } else {
+                Ok(best)
+            });
             if proba {
                 let mut pp = vec![0f32; c * c];
                 let mut k = 0;
                 for i in 0..c - 1 {
                     for j in i + 1..c {
-                        let v = (1.0 - logistic(scores[k] * self.prob_a[k] + self.prob_b[k])).clamp(1e-7, 1.0 - 1e-7);
+                        let v = (1.0 - logistic(scores[k] * self.prob_a[k] + self.prob_b[k]))
+                            .clamp(1e-7, 1.0 - 1e-7);
                         pp[i * c + j] = v;
                         pp[j * c + i] = 1.0 - v;
                         k += 1;
@@ -247,7 +310,11 @@ impl Kernel for SvmClassifier {
                 out.extend(p);
             } else if c <= 2 {
                 let s = scores[0];
-                out.extend(if self.post == Post::None { [-s, s] } else { [1.0 - s, s] });
+                out.extend(if self.post == Post::None {
+                    [-s, s]
+                } else {
+                    [1.0 - s, s]
+                });
             } else {
                 self.post.apply_row(&mut scores);
                 out.extend(scores);
@@ -264,7 +331,10 @@ impl SvmClassifier {
         if self.labels.len() != 2 {
             return self.labels.binary(max_weight > 0.0);
         }
-        if !proba && ((self.all_positive && max_weight >= 0.5) || (max_weight > 0.0 && !self.all_positive)) {
+        if !proba
+            && ((self.all_positive && max_weight >= 0.5)
+                || (max_weight > 0.0 && !self.all_positive))
+        {
             Ok(1)
         } else {
             Ok(best)
@@ -287,15 +357,31 @@ pub(crate) fn svm_regressor(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kerne
     let sv = floats(init, "support_vectors")?;
     let rho = floats(init, "rho")?;
     let supports = init.int_or("n_supports", 0)?;
-    let supports = usize::try_from(supports).map_err(|_| KernelError::attr("n_supports", format!("{supports} < 0")))?;
-    if rho.is_empty() || coef.is_empty() || (supports > 0 && (coef.len() < supports || sv.len() % supports != 0)) {
-        return Err(KernelError::attr("coefficients", format!(
+    let supports = usize::try_from(supports)
+        .map_err(|_| KernelError::attr("n_supports", format!("{supports} < 0")))?;
+    if rho.is_empty()
+        || coef.is_empty()
+        || (supports > 0 && (coef.len() < supports || sv.len() % supports != 0))
+    {
+        return Err(KernelError::attr(
+            "coefficients",
+            format!(
             "{} coefficients, {} support vector values and {} rho do not fit {supports} supports",
             coef.len(), sv.len(), rho.len()
-        )));
+        ),
+        ));
     }
     Ok(Box::new(SvmRegressor {
-        kernel: if supports > 0 { SvmKernel::from_init(init)? } else { SvmKernel { kind: Kind::Linear, gamma: 0.0, coef0: 0.0, degree: 0.0 } },
+        kernel: if supports > 0 {
+            SvmKernel::from_init(init)?
+        } else {
+            SvmKernel {
+                kind: Kind::Linear,
+                gamma: 0.0,
+                coef0: 0.0,
+                degree: 0.0,
+            }
+        },
         coef,
         sv,
         rho: rho[0],
@@ -308,15 +394,26 @@ pub(crate) fn svm_regressor(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kerne
 impl Kernel for SvmRegressor {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let (n, f, x) = rows(ctx)?;
-        let want = if self.supports > 0 { self.sv.len() / self.supports } else { self.coef.len() };
+        let want = if self.supports > 0 {
+            self.sv.len() / self.supports
+        } else {
+            self.coef.len()
+        };
         if f != want {
-            return Err(KernelError::invalid(format!("X has {f} features; the model has {want}")));
+            return Err(KernelError::invalid(format!(
+                "X has {f} features; the model has {want}"
+            )));
         }
         let mut out = Vec::with_capacity(n);
         for r in 0..n {
             let xr = &x[r * f..(r + 1) * f];
             let mut s = if self.supports > 0 {
-                (0..self.supports).map(|v| (self.coef[v] * self.kernel.eval(xr, &self.sv[v * f..(v + 1) * f])) as f64).sum::<f64>() as f32 + self.rho
+                (0..self.supports)
+                    .map(|v| {
+                        (self.coef[v] * self.kernel.eval(xr, &self.sv[v * f..(v + 1) * f])) as f64
+                    })
+                    .sum::<f64>() as f32
+                    + self.rho
             } else {
                 self.kernel.eval(xr, &self.coef) + self.rho
             };

@@ -31,7 +31,12 @@ fn mode(s: &str) -> KernelResult<Mode> {
         "BRANCH_EQ" => Mode::Eq,
         "BRANCH_NEQ" => Mode::Neq,
         "LEAF" => Mode::Leaf,
-        other => return Err(KernelError::attr("nodes_modes", format!("unknown mode `{other}`"))),
+        other => {
+            return Err(KernelError::attr(
+                "nodes_modes",
+                format!("unknown mode `{other}`"),
+            ))
+        }
     })
 }
 
@@ -61,7 +66,12 @@ fn floats(init: &KernelInit<'_>, name: &str) -> KernelResult<Vec<f32>> {
         return Ok(v.to_vec());
     }
     match init.tensor_opt(&format!("{name}_as_tensor"))? {
-        Some(t) => Ok(t.view().to_f64_vec()?.into_iter().map(|v| v as f32).collect()),
+        Some(t) => Ok(t
+            .view()
+            .to_f64_vec()?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect()),
         None => Ok(Vec::new()),
     }
 }
@@ -87,21 +97,36 @@ fn forest(init: &KernelInit<'_>, prefix: &str, outputs: usize) -> KernelResult<F
         ("nodes_values", values.len()),
     ] {
         if len != n {
-            return Err(KernelError::attr(name, format!("has {len} values; nodes_treeids has {n}")));
+            return Err(KernelError::attr(
+                name,
+                format!("has {len} values; nodes_treeids has {n}"),
+            ));
         }
     }
     if !missing.is_empty() && missing.len() != n {
-        return Err(KernelError::attr("nodes_missing_value_tracks_true", format!("has {} values for {n} nodes", missing.len())));
+        return Err(KernelError::attr(
+            "nodes_missing_value_tracks_true",
+            format!("has {} values for {n} nodes", missing.len()),
+        ));
     }
     if n == 0 {
-        return Err(KernelError::attr("nodes_treeids", "the ensemble has no nodes"));
+        return Err(KernelError::attr(
+            "nodes_treeids",
+            "the ensemble has no nodes",
+        ));
     }
     let mut index: HashMap<(i64, i64), usize> = HashMap::with_capacity(n);
     let mut roots = Vec::new();
     let mut seen_tree: HashMap<i64, ()> = HashMap::new();
     for i in 0..n {
         if index.insert((tree_ids[i], node_ids[i]), i).is_some() {
-            return Err(KernelError::attr("nodes_nodeids", format!("node {} of tree {} is defined twice", node_ids[i], tree_ids[i])));
+            return Err(KernelError::attr(
+                "nodes_nodeids",
+                format!(
+                    "node {} of tree {} is defined twice",
+                    node_ids[i], tree_ids[i]
+                ),
+            ));
         }
         if seen_tree.insert(tree_ids[i], ()).is_none() {
             roots.push(i);
@@ -113,38 +138,81 @@ fn forest(init: &KernelInit<'_>, prefix: &str, outputs: usize) -> KernelResult<F
         let m = mode(&modes[i])?;
         let child = |id: i64, what: &str| -> KernelResult<usize> {
             index.get(&(tree_ids[i], id)).copied().ok_or_else(|| {
-                KernelError::attr(what, format!("node {} of tree {} points to node {id}, which is not in the tree", node_ids[i], tree_ids[i]))
+                KernelError::attr(
+                    what,
+                    format!(
+                        "node {} of tree {} points to node {id}, which is not in the tree",
+                        node_ids[i], tree_ids[i]
+                    ),
+                )
             })
         };
         let (yes, no, feature) = if m == Mode::Leaf {
             (i, i, 0)
         } else {
-            let f = usize::try_from(features[i]).map_err(|_| KernelError::attr("nodes_featureids", format!("feature {} < 0", features[i])))?;
+            let f = usize::try_from(features[i]).map_err(|_| {
+                KernelError::attr("nodes_featureids", format!("feature {} < 0", features[i]))
+            })?;
             max_feature = max_feature.max(f + 1);
-            (child(trues[i], "nodes_truenodeids")?, child(falses[i], "nodes_falsenodeids")?, f)
+            (
+                child(trues[i], "nodes_truenodeids")?,
+                child(falses[i], "nodes_falsenodeids")?,
+                f,
+            )
         };
-        nodes.push(Node { mode: m, feature, value: values[i], missing_true: missing.get(i).is_some_and(|&v| v != 0), yes, no, weights: Vec::new() });
+        nodes.push(Node {
+            mode: m,
+            feature,
+            value: values[i],
+            missing_true: missing.get(i).is_some_and(|&v| v != 0),
+            yes,
+            no,
+            weights: Vec::new(),
+        });
     }
     // The leaves' weights.
     let t_tree = ints(&format!("{prefix}_treeids"))?;
     let t_node = ints(&format!("{prefix}_nodeids"))?;
     let t_id = ints(&format!("{prefix}_ids"))?;
     let t_w = floats(init, &format!("{prefix}_weights"))?;
-    for (name, len) in [(format!("{prefix}_nodeids"), t_node.len()), (format!("{prefix}_ids"), t_id.len()), (format!("{prefix}_weights"), t_w.len())] {
+    for (name, len) in [
+        (format!("{prefix}_nodeids"), t_node.len()),
+        (format!("{prefix}_ids"), t_id.len()),
+        (format!("{prefix}_weights"), t_w.len()),
+    ] {
         if len != t_tree.len() {
-            return Err(KernelError::attr(name, format!("has {len} values; {prefix}_treeids has {}", t_tree.len())));
+            return Err(KernelError::attr(
+                name,
+                format!("has {len} values; {prefix}_treeids has {}", t_tree.len()),
+            ));
         }
     }
     for k in 0..t_tree.len() {
         let at = index.get(&(t_tree[k], t_node[k])).copied().ok_or_else(|| {
-            KernelError::attr(format!("{prefix}_nodeids"), format!("weight {k} names node {} of tree {}, which does not exist", t_node[k], t_tree[k]))
+            KernelError::attr(
+                format!("{prefix}_nodeids"),
+                format!(
+                    "weight {k} names node {} of tree {}, which does not exist",
+                    t_node[k], t_tree[k]
+                ),
+            )
         })?;
-        let id = usize::try_from(t_id[k]).ok().filter(|&v| v < outputs).ok_or_else(|| {
-            KernelError::attr(format!("{prefix}_ids"), format!("{} is outside [0, {outputs})", t_id[k]))
-        })?;
+        let id = usize::try_from(t_id[k])
+            .ok()
+            .filter(|&v| v < outputs)
+            .ok_or_else(|| {
+                KernelError::attr(
+                    format!("{prefix}_ids"),
+                    format!("{} is outside [0, {outputs})", t_id[k]),
+                )
+            })?;
         nodes[at].weights.push((id, t_w[k]));
     }
-    let f = Forest { nodes, roots, max_feature };
+    let f = Forest {
+        nodes,
+        roots,
+        max_feature,
+    };
     f.check_acyclic()?;
     Ok(f)
 }
@@ -198,7 +266,10 @@ impl Forest {
 
     fn check_features(&self, f: usize) -> KernelResult<()> {
         if self.max_feature > f {
-            return Err(KernelError::invalid(format!("the trees use feature {} but X has {f} features", self.max_feature - 1)));
+            return Err(KernelError::invalid(format!(
+                "the trees use feature {} but X has {f} features",
+                self.max_feature - 1
+            )));
         }
         Ok(())
     }
@@ -222,17 +293,30 @@ struct TreeRegressor {
 
 pub(crate) fn tree_ensemble_regressor(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let targets = init.int_or("n_targets", 1)?;
-    let targets = usize::try_from(targets).ok().filter(|&t| t > 0).ok_or_else(|| KernelError::attr("n_targets", format!("must be positive, got {targets}")))?;
+    let targets = usize::try_from(targets)
+        .ok()
+        .filter(|&t| t > 0)
+        .ok_or_else(|| {
+            KernelError::attr("n_targets", format!("must be positive, got {targets}"))
+        })?;
     let aggregate = match init.str_or("aggregate_function", "SUM")? {
         "SUM" => Aggregate::Sum,
         "AVERAGE" => Aggregate::Average,
         "MIN" => Aggregate::Min,
         "MAX" => Aggregate::Max,
-        other => return Err(KernelError::attr("aggregate_function", format!("`{other}` is not SUM, AVERAGE, MIN or MAX"))),
+        other => {
+            return Err(KernelError::attr(
+                "aggregate_function",
+                format!("`{other}` is not SUM, AVERAGE, MIN or MAX"),
+            ))
+        }
     };
     let base = floats(init, "base_values")?;
     if !base.is_empty() && base.len() != targets {
-        return Err(KernelError::attr("base_values", format!("has {} values for {targets} targets", base.len())));
+        return Err(KernelError::attr(
+            "base_values",
+            format!("has {} values for {targets} targets", base.len()),
+        ));
     }
     Ok(Box::new(TreeRegressor {
         forest: forest(init, "target", targets)?,
@@ -276,7 +360,11 @@ impl Kernel for TreeRegressor {
                 .iter()
                 .enumerate()
                 .map(|(k, &v)| {
-                    let v = if let Aggregate::Average = self.aggregate { v / trees } else { v };
+                    let v = if let Aggregate::Average = self.aggregate {
+                        v / trees
+                    } else {
+                        v
+                    };
                     v + self.base.get(k).copied().unwrap_or(0.0)
                 })
                 .collect();
@@ -305,15 +393,29 @@ pub(crate) fn tree_ensemble_classifier(init: &KernelInit<'_>) -> KernelResult<Bo
     let labels = Labels::from_init(init, "classlabels_int64s")?;
     let classes = labels.len();
     if classes == 0 {
-        return Err(KernelError::attr("classlabels_int64s", "no class labels (classlabels_int64s or classlabels_strings)"));
+        return Err(KernelError::attr(
+            "classlabels_int64s",
+            "no class labels (classlabels_int64s or classlabels_strings)",
+        ));
     }
     let forest = forest(init, "class", classes)?;
     let base = floats(init, "base_values")?;
     if !base.is_empty() && base.len() != classes && !(classes == 2 && base.len() == 1) {
-        return Err(KernelError::attr("base_values", format!("has {} values for {classes} classes", base.len())));
+        return Err(KernelError::attr(
+            "base_values",
+            format!("has {} values for {classes} classes", base.len()),
+        ));
     }
-    let used: std::collections::BTreeSet<usize> = forest.nodes.iter().flat_map(|n| n.weights.iter().map(|w| w.0)).collect();
-    let all_positive = forest.nodes.iter().flat_map(|n| n.weights.iter()).all(|w| w.1 >= 0.0);
+    let used: std::collections::BTreeSet<usize> = forest
+        .nodes
+        .iter()
+        .flat_map(|n| n.weights.iter().map(|w| w.0))
+        .collect();
+    let all_positive = forest
+        .nodes
+        .iter()
+        .flat_map(|n| n.weights.iter())
+        .all(|w| w.1 >= 0.0);
     Ok(Box::new(TreeClassifier {
         binary: classes == 2 && used.len() == 1,
         all_positive,
@@ -345,10 +447,13 @@ impl Kernel for TreeClassifier {
                 for (k, b) in self.base.iter().enumerate() {
                     scores[k] += b;
                 }
-                let best = (0..c).filter(|&k| has[k] || !self.base.is_empty()).fold(None, |best: Option<usize>, k| match best {
-                    Some(b) if scores[b] >= scores[k] => Some(b),
-                    _ => Some(k),
-                });
+                let best = (0..c).filter(|&k| has[k] || !self.base.is_empty()).fold(
+                    None,
+                    |best: Option<usize>, k| match best {
+                        Some(b) if scores[b] >= scores[k] => Some(b),
+                        _ => Some(k),
+                    },
+                );
                 picks.push(Ok(best.unwrap_or(0)));
                 self.post.apply_row(&mut scores);
                 out.extend(scores);
@@ -366,14 +471,26 @@ impl Kernel for TreeClassifier {
                 scores[0] += self.base[0];
             }
             if has[1] {
-                let pos = if self.binary { scores[1] > if self.all_positive { 0.5 } else { 0.0 } } else { scores[1] > scores[0] };
+                let pos = if self.binary {
+                    scores[1] > if self.all_positive { 0.5 } else { 0.0 }
+                } else {
+                    scores[1] > scores[0]
+                };
                 picks.push(self.labels.binary(pos));
                 self.post.apply_row(&mut scores);
                 out.extend(scores);
             } else {
                 let s = scores[0];
-                let (pos, second) = if self.all_positive { (s > 0.5, SecondClass::Complement) } else { (s > 0.0, SecondClass::Mirror) };
-                picks.push(if self.binary { self.labels.binary(pos) } else { self.labels.binary(s > 0.0) });
+                let (pos, second) = if self.all_positive {
+                    (s > 0.5, SecondClass::Complement)
+                } else {
+                    (s > 0.0, SecondClass::Mirror)
+                };
+                picks.push(if self.binary {
+                    self.labels.binary(pos)
+                } else {
+                    self.labels.binary(s > 0.0)
+                });
                 if self.post == Post::Probit {
                     out.extend([probit(s), 0.0]);
                 } else {

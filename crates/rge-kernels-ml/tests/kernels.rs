@@ -2,9 +2,16 @@
 //! errors naming the attribute, never a panic).
 
 use rge_ir::{AttrMap, AttrValue};
-use rge_kernels::{run_owned, DType, KernelInit, KernelRegistryBuilder, KernelResult, Tensor, Value};
+use rge_kernels::{
+    run_owned, DType, KernelInit, KernelRegistryBuilder, KernelResult, Tensor, Value,
+};
 
-fn run(op: &str, attrs: Vec<(&str, AttrValue)>, inputs: &[Tensor], outputs: usize) -> KernelResult<Vec<Option<Value>>> {
+fn run(
+    op: &str,
+    attrs: Vec<(&str, AttrValue)>,
+    inputs: &[Tensor],
+    outputs: usize,
+) -> KernelResult<Vec<Option<Value>>> {
     let mut b = KernelRegistryBuilder::new();
     rge_kernels_ml::register(&mut b).expect("register");
     // LabelEncoder lives in the misc family.
@@ -53,7 +60,10 @@ fn two_trees() -> Vec<(&'static str, AttrValue)> {
         ("nodes_nodeids", ints(&[0, 1, 2, 0, 1, 2])),
         ("nodes_featureids", ints(&[0, 0, 0, 1, 0, 0])),
         ("nodes_values", floats(&[0.5, 0.0, 0.0, 0.0, 0.0, 0.0])),
-        ("nodes_modes", strings(&["BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_GT", "LEAF", "LEAF"])),
+        (
+            "nodes_modes",
+            strings(&["BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_GT", "LEAF", "LEAF"]),
+        ),
         ("nodes_truenodeids", ints(&[1, 0, 0, 1, 0, 0])),
         ("nodes_falsenodeids", ints(&[2, 0, 0, 2, 0, 0])),
         ("target_treeids", ints(&[0, 0, 1, 1])),
@@ -66,7 +76,13 @@ fn two_trees() -> Vec<(&'static str, AttrValue)> {
 #[test]
 fn tree_regressor_sums_and_averages_the_leaves() {
     let x = Tensor::from_vec(&[2, 2], vec![0.0f32, 1.0, 1.0, -1.0]).unwrap();
-    let sum = run("TreeEnsembleRegressor", two_trees(), std::slice::from_ref(&x), 1).unwrap();
+    let sum = run(
+        "TreeEnsembleRegressor",
+        two_trees(),
+        std::slice::from_ref(&x),
+        1,
+    )
+    .unwrap();
     assert_eq!(out_f32(&sum, 0), vec![11.0, 22.0]);
     let mut attrs = two_trees();
     attrs.push(("aggregate_function", AttrValue::String("AVERAGE".into())));
@@ -133,12 +149,18 @@ fn linear_classifier_picks_the_best_class_and_softmaxes() {
     assert_eq!(label.as_slice::<i64>().unwrap(), &[5]);
     let s = out_f32(&out, 1);
     let e = (2.0f32).exp();
-    assert!((s[0] - e / (e + 1.0)).abs() < 1e-6 && (s[1] - 1.0 / (e + 1.0)).abs() < 1e-6, "{s:?}");
+    assert!(
+        (s[0] - e / (e + 1.0)).abs() < 1e-6 && (s[1] - 1.0 / (e + 1.0)).abs() < 1e-6,
+        "{s:?}"
+    );
 }
 
 #[test]
 fn category_mapper_lists_of_different_lengths_are_an_error() {
-    let attrs = vec![("cats_strings", strings(&["a", "b"])), ("cats_int64s", ints(&[1]))];
+    let attrs = vec![
+        ("cats_strings", strings(&["a", "b"])),
+        ("cats_int64s", ints(&[1])),
+    ];
     let x = Tensor::from_strings(&[1], vec!["a".into()]).unwrap();
     let e = err(run("CategoryMapper", attrs, &[x], 1));
     assert!(e.contains("cats_int64s"), "{e}");
@@ -160,7 +182,10 @@ fn svm_sizes_that_do_not_fit_are_an_error() {
 
 #[test]
 fn label_encoder_keys_and_values_of_different_counts_are_an_error() {
-    let attrs = vec![("keys_strings", strings(&["a", "b", "c"])), ("values_int64s", ints(&[1, 2]))];
+    let attrs = vec![
+        ("keys_strings", strings(&["a", "b", "c"])),
+        ("values_int64s", ints(&[1, 2])),
+    ];
     let x = Tensor::from_strings(&[1], vec!["a".into()]).unwrap();
     let e = err(run("LabelEncoder", attrs, &[x], 1));
     assert!(e.contains("3 keys but 2 values"), "{e}");

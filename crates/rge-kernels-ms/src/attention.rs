@@ -25,7 +25,16 @@ pub(crate) type ScoreBias<'a> = dyn Fn(usize, usize, usize, usize) -> Option<f32
 
 /// The attention output as [B, S, N·hv].
 pub(crate) fn attend(x: &Heads<'_>, scale: f32, bias: &ScoreBias<'_>) -> Vec<f32> {
-    let Heads { b, n, nk, s, l, h, hv, .. } = *x;
+    let Heads {
+        b,
+        n,
+        nk,
+        s,
+        l,
+        h,
+        hv,
+        ..
+    } = *x;
     let group = n / nk.max(1);
     let mut out = vec![0f32; b * s * n * hv];
     let mut scores = vec![0f64; l];
@@ -41,7 +50,11 @@ pub(crate) fn attend(x: &Heads<'_>, scale: f32, bias: &ScoreBias<'_>) -> Vec<f32
                 for j in 0..l {
                     scores[j] = match bias(bi, ni, i, j) {
                         Some(add) => {
-                            let dot: f32 = qi.iter().zip(&k[j * h..(j + 1) * h]).map(|(a, b)| a * b).sum();
+                            let dot: f32 = qi
+                                .iter()
+                                .zip(&k[j * h..(j + 1) * h])
+                                .map(|(a, b)| a * b)
+                                .sum();
                             (dot * scale + add) as f64
                         }
                         None => f64::NEG_INFINITY,
@@ -50,7 +63,11 @@ pub(crate) fn attend(x: &Heads<'_>, scale: f32, bias: &ScoreBias<'_>) -> Vec<f32
                 }
                 let mut total = 0.0;
                 for sc in scores.iter_mut() {
-                    *sc = if max == f64::NEG_INFINITY { 0.0 } else { (*sc - max).exp() };
+                    *sc = if max == f64::NEG_INFINITY {
+                        0.0
+                    } else {
+                        (*sc - max).exp()
+                    };
                     total += *sc;
                 }
                 let o = &mut out[((bi * s + i) * n + ni) * hv..][..hv];
@@ -126,12 +143,24 @@ struct Attention {
 pub(crate) fn attention(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let heads = positive(init.int("num_heads")?, "num_heads")?;
     let sizes = match init.ints_opt("qkv_hidden_sizes")? {
-        Some([q, k, v]) => Some([positive(*q, "qkv_hidden_sizes")?, positive(*k, "qkv_hidden_sizes")?, positive(*v, "qkv_hidden_sizes")?]),
+        Some([q, k, v]) => Some([
+            positive(*q, "qkv_hidden_sizes")?,
+            positive(*k, "qkv_hidden_sizes")?,
+            positive(*v, "qkv_hidden_sizes")?,
+        ]),
         Some([]) | None => None,
-        Some(s) => return Err(KernelError::attr("qkv_hidden_sizes", format!("must have 3 values, has {}", s.len()))),
+        Some(s) => {
+            return Err(KernelError::attr(
+                "qkv_hidden_sizes",
+                format!("must have 3 values, has {}", s.len()),
+            ))
+        }
     };
     if init.int_or("do_rotary", 0)? != 0 {
-        return Err(KernelError::attr("do_rotary", "rotary Attention is not supported"));
+        return Err(KernelError::attr(
+            "do_rotary",
+            "rotary Attention is not supported",
+        ));
     }
     Ok(Box::new(Attention {
         heads,
@@ -143,7 +172,10 @@ pub(crate) fn attention(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> 
 }
 
 fn positive(v: i64, what: &str) -> KernelResult<usize> {
-    usize::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| KernelError::attr(what, format!("must be positive, got {v}")))
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v > 0)
+        .ok_or_else(|| KernelError::attr(what, format!("must be positive, got {v}")))
 }
 
 fn scale_or_default(scale: f32, h: usize) -> f32 {
@@ -158,11 +190,16 @@ impl Kernel for Attention {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let x_t = ctx.input(0)?;
         let [b, s, hin] = *x_t.shape() else {
-            return Err(KernelError::invalid(format!("input must be [batch, sequence, hidden], got {:?}", x_t.shape())));
+            return Err(KernelError::invalid(format!(
+                "input must be [batch, sequence, hidden], got {:?}",
+                x_t.shape()
+            )));
         };
         for i in [4, 6] {
             if ctx.opt_input(i)?.is_some() {
-                return Err(KernelError::unsupported("Attention with past state (past, past_sequence_length)"));
+                return Err(KernelError::unsupported(
+                    "Attention with past state (past, past_sequence_length)",
+                ));
             }
         }
         let x = f32s(ctx, 0)?;
@@ -171,7 +208,9 @@ impl Kernel for Attention {
             return Err(KernelError::invalid("weights must be [hidden, 3·hidden]"));
         };
         if wk != hin {
-            return Err(KernelError::invalid(format!("weights have {wk} rows; the input's hidden size is {hin}")));
+            return Err(KernelError::invalid(format!(
+                "weights have {wk} rows; the input's hidden size is {hin}"
+            )));
         }
         let [dq, dk, dv] = self.sizes.unwrap_or([wn / 3; 3]);
         if dq + dk + dv != wn || dq != dk || dq % self.heads != 0 || dv % self.heads != 0 {
@@ -209,7 +248,14 @@ impl Kernel for Attention {
         let v = to_heads(&split(dq + dk, dv), b, s, n, hv);
         let mask = Mask::parse(ctx.opt_input(3)?, b, s)?;
         let attn_bias = opt_f32s(ctx, 5)?;
-        let bias_at = attention_bias(attn_bias.as_deref(), ctx.opt_input(5)?.map(|t| t.shape().to_vec()), b, n, s, s)?;
+        let bias_at = attention_bias(
+            attn_bias.as_deref(),
+            ctx.opt_input(5)?.map(|t| t.shape().to_vec()),
+            b,
+            n,
+            s,
+            s,
+        )?;
         let (causal, filter) = (self.causal, self.filter);
         let score = |bi: usize, ni: usize, i: usize, j: usize| -> Option<f32> {
             if causal && j > i {
@@ -218,7 +264,18 @@ impl Kernel for Attention {
             let m = if mask.masked(bi, j) { filter } else { 0.0 };
             Some(m + bias_at(bi, ni, i, j))
         };
-        let heads = Heads { q: &q, k: &k, v: &v, b, n, nk: n, s, l: s, h, hv };
+        let heads = Heads {
+            q: &q,
+            k: &k,
+            v: &v,
+            b,
+            n,
+            nk: n,
+            s,
+            l: s,
+            h,
+            hv,
+        };
         let out = attend(&heads, scale_or_default(self.scale, h), &score);
         put_f32(ctx, 0, &[b, s, dv], out)?;
         if ctx.output_used(1) {
@@ -248,7 +305,9 @@ fn attention_bias<'a>(
         && shape[2] == s
         && shape[3] == l;
     if !ok {
-        return Err(KernelError::invalid(format!("attention_bias is {shape:?}; it must be [{b} or 1, {n} or 1, {s}, {l}]")));
+        return Err(KernelError::invalid(format!(
+            "attention_bias is {shape:?}; it must be [{b} or 1, {n} or 1, {s}, {l}]"
+        )));
     }
     let (bs, ns) = (shape[0] > 1, shape[1] > 1);
     Ok(Box::new(move |bi, ni, i, j| {
@@ -279,18 +338,25 @@ impl Kernel for MultiHeadAttention {
         let n = self.heads;
         let q_t = ctx.input(0)?;
         let [b, s, dq] = *q_t.shape() else {
-            return Err(KernelError::unsupported(format!("query of shape {:?}: supported is [batch, sequence, hidden]", q_t.shape())));
+            return Err(KernelError::unsupported(format!(
+                "query of shape {:?}: supported is [batch, sequence, hidden]",
+                q_t.shape()
+            )));
         };
         let (Some(k_t), Some(v_t)) = (ctx.opt_input(1)?, ctx.opt_input(2)?) else {
             return Err(KernelError::unsupported("packed QKV (no key/value inputs)"));
         };
         for i in [6, 7, 8, 9] {
             if ctx.opt_input(i)?.is_some() {
-                return Err(KernelError::unsupported("MultiHeadAttention with past state"));
+                return Err(KernelError::unsupported(
+                    "MultiHeadAttention with past state",
+                ));
             }
         }
         let (&[bk, l, dk], &[bv, lv, dv]) = (k_t.shape(), v_t.shape()) else {
-            return Err(KernelError::unsupported("key/value other than [batch, kv_sequence, hidden]"));
+            return Err(KernelError::unsupported(
+                "key/value other than [batch, kv_sequence, hidden]",
+            ));
         };
         if bk != b || bv != b || lv != l || dk != dq || dq % n != 0 || dv % n != 0 {
             return Err(KernelError::invalid(format!(
@@ -315,7 +381,14 @@ impl Kernel for MultiHeadAttention {
         let vh = to_heads(&v, b, l, n, hv);
         let mask = Mask::parse(ctx.opt_input(4)?, b, l)?;
         let attn_bias = opt_f32s(ctx, 5)?;
-        let bias_at = attention_bias(attn_bias.as_deref(), ctx.opt_input(5)?.map(|t| t.shape().to_vec()), b, n, s, l)?;
+        let bias_at = attention_bias(
+            attn_bias.as_deref(),
+            ctx.opt_input(5)?.map(|t| t.shape().to_vec()),
+            b,
+            n,
+            s,
+            l,
+        )?;
         let (causal, filter) = (self.causal, self.filter);
         let score = |bi: usize, ni: usize, i: usize, j: usize| -> Option<f32> {
             if causal && j > i + (l - s.min(l)) {
@@ -324,7 +397,18 @@ impl Kernel for MultiHeadAttention {
             let m = if mask.masked(bi, j) { filter } else { 0.0 };
             Some(m + bias_at(bi, ni, i, j))
         };
-        let heads = Heads { q: &qh, k: &kh, v: &vh, b, n, nk: n, s, l, h, hv };
+        let heads = Heads {
+            q: &qh,
+            k: &kh,
+            v: &vh,
+            b,
+            n,
+            nk: n,
+            s,
+            l,
+            h,
+            hv,
+        };
         let out = attend(&heads, scale_or_default(self.scale, h), &score);
         put_f32(ctx, 0, &[b, s, dv], out)?;
         if ctx.output_used(1) {

@@ -19,7 +19,14 @@ fn copy_attrs(init: &KernelInit<'_>, names: &[&str]) -> AttrMap {
     m
 }
 
-const CONV: &[&str] = &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"];
+const CONV: &[&str] = &[
+    "auto_pad",
+    "dilations",
+    "group",
+    "kernel_shape",
+    "pads",
+    "strides",
+];
 
 /// The inputs of the node, owned (the inner kernels take values).
 fn owned_inputs(ctx: &KernelCtx<'_>, n: usize) -> Vec<Option<Value>> {
@@ -37,7 +44,14 @@ struct FusedConv {
 }
 
 pub(crate) fn fused_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let conv = Inner::new(init, "Conv", 11, &copy_attrs(init, CONV), &init.input_types[..init.input_types.len().min(3)], 1)?;
+    let conv = Inner::new(
+        init,
+        "Conv",
+        11,
+        &copy_attrs(init, CONV),
+        &init.input_types[..init.input_types.len().min(3)],
+        1,
+    )?;
     Ok(Box::new(FusedConv {
         conv,
         activation: Activation::from_init(init)?,
@@ -46,7 +60,14 @@ pub(crate) fn fused_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>>
 }
 
 pub(crate) fn nhwc_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let conv = Inner::new(init, "Conv", 11, &copy_attrs(init, CONV), &init.input_types[..init.input_types.len().min(3)], 1)?;
+    let conv = Inner::new(
+        init,
+        "Conv",
+        11,
+        &copy_attrs(init, CONV),
+        &init.input_types[..init.input_types.len().min(3)],
+        1,
+    )?;
     Ok(Box::new(FusedConv {
         conv,
         activation: Activation::Identity,
@@ -62,7 +83,10 @@ impl Kernel for FusedConv {
             let x = ctx.input(0)?;
             let r = x.rank();
             if r < 3 {
-                return Err(KernelError::invalid(format!("X must have rank ≥ 3, got {:?}", x.shape())));
+                return Err(KernelError::invalid(format!(
+                    "X must have rank ≥ 3, got {:?}",
+                    x.shape()
+                )));
             }
             let perm: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
             let (v, shape) = permute(&floats(&x, 0)?, x.shape(), &perm);
@@ -73,7 +97,10 @@ impl Kernel for FusedConv {
         let mut out = floats(&y.view(), 0)?;
         if let Some(z) = ctx.opt_input(3)? {
             if z.shape() != shape.as_slice() {
-                return Err(KernelError::invalid(format!("Z is {:?}; the convolution gives {shape:?}", z.shape())));
+                return Err(KernelError::invalid(format!(
+                    "Z is {:?}; the convolution gives {shape:?}",
+                    z.shape()
+                )));
             }
             for (o, z) in out.iter_mut().zip(floats(&z, 3)?) {
                 *o += z;
@@ -149,8 +176,20 @@ fn transpose_last2(ctx: &KernelCtx<'_>, i: usize) -> KernelResult<Value> {
 
 impl Kernel for FusedMatMul {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
-        let a = if self.trans_a { transpose_last2(ctx, 0)? } else { ctx.value(0).map(|v| v.to_owned()).ok_or_else(|| KernelError::invalid("A is missing"))? };
-        let b = if self.trans_b { transpose_last2(ctx, 1)? } else { ctx.value(1).map(|v| v.to_owned()).ok_or_else(|| KernelError::invalid("B is missing"))? };
+        let a = if self.trans_a {
+            transpose_last2(ctx, 0)?
+        } else {
+            ctx.value(0)
+                .map(|v| v.to_owned())
+                .ok_or_else(|| KernelError::invalid("A is missing"))?
+        };
+        let b = if self.trans_b {
+            transpose_last2(ctx, 1)?
+        } else {
+            ctx.value(1)
+                .map(|v| v.to_owned())
+                .ok_or_else(|| KernelError::invalid("B is missing"))?
+        };
         let y = self.matmul.run1(&[Some(&a), Some(&b)], ctx.threads())?;
         let mut out = floats(&y.view(), 0)?;
         if self.alpha != 1.0 {
@@ -169,13 +208,27 @@ struct Same {
 
 pub(crate) fn trilu(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(Same {
-        inner: Inner::new(init, "Trilu", 14, &copy_attrs(init, &["upper"]), init.input_types, 1)?,
+        inner: Inner::new(
+            init,
+            "Trilu",
+            14,
+            &copy_attrs(init, &["upper"]),
+            init.input_types,
+            1,
+        )?,
     }))
 }
 
 pub(crate) fn gather_nd(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     Ok(Box::new(Same {
-        inner: Inner::new(init, "GatherND", 12, &AttrMap::default(), init.input_types, 1)?,
+        inner: Inner::new(
+            init,
+            "GatherND",
+            12,
+            &AttrMap::default(),
+            init.input_types,
+            1,
+        )?,
     }))
 }
 

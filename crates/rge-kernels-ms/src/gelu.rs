@@ -68,9 +68,15 @@ pub(crate) fn bias_split_gelu(init: &KernelInit<'_>) -> KernelResult<Box<dyn Ker
 
 impl GeluKernel {
     fn erf(&self, ctx: &KernelCtx<'_>, shape: &[usize], x: Vec<f32>) -> KernelResult<Vec<f32>> {
-        let inner = self.erf.as_ref().ok_or_else(|| KernelError::invalid("no erf kernel"))?;
+        let inner = self
+            .erf
+            .as_ref()
+            .ok_or_else(|| KernelError::invalid("no erf kernel"))?;
         let v = value_f32(shape, x)?;
-        Ok(inner.run1(&[Some(&v)], ctx.threads())?.as_slice::<f32>()?.to_vec())
+        Ok(inner
+            .run1(&[Some(&v)], ctx.threads())?
+            .as_slice::<f32>()?
+            .to_vec())
     }
 }
 
@@ -125,11 +131,16 @@ impl Kernel for GeluKernel {
                 let b = f32s(ctx, 1)?;
                 check_len("the bias", &b, n)?;
                 if n % 2 != 0 {
-                    return Err(KernelError::invalid(format!("the last dim {n} of X is odd")));
+                    return Err(KernelError::invalid(format!(
+                        "the last dim {n} of X is odd"
+                    )));
                 }
                 add_last(&mut x, &b);
                 let half = n / 2;
-                let (mut left, mut right) = (Vec::with_capacity(x.len() / 2), Vec::with_capacity(x.len() / 2));
+                let (mut left, mut right) = (
+                    Vec::with_capacity(x.len() / 2),
+                    Vec::with_capacity(x.len() / 2),
+                );
                 for row in x.chunks_exact(n) {
                     left.extend_from_slice(&row[..half]);
                     right.extend_from_slice(&row[half..]);

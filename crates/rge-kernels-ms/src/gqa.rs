@@ -22,7 +22,10 @@ pub(crate) fn group_query_attention(init: &KernelInit<'_>) -> KernelResult<Box<d
     let heads = init.int("num_heads")?;
     let kv = init.int("kv_num_heads")?;
     if heads <= 0 || kv <= 0 || heads % kv != 0 {
-        return Err(KernelError::attr("kv_num_heads", format!("num_heads {heads} must be a positive multiple of kv_num_heads {kv}")));
+        return Err(KernelError::attr(
+            "kv_num_heads",
+            format!("num_heads {heads} must be a positive multiple of kv_num_heads {kv}"),
+        ));
     }
     Ok(Box::new(Gqa {
         heads: heads as usize,
@@ -40,31 +43,46 @@ impl Kernel for Gqa {
         let (n, nk) = (self.heads, self.kv_heads);
         let q_t = ctx.input(0)?;
         let [b, s, dq] = *q_t.shape() else {
-            return Err(KernelError::unsupported(format!("query of shape {:?}: supported is [batch, sequence, hidden]", q_t.shape())));
+            return Err(KernelError::unsupported(format!(
+                "query of shape {:?}: supported is [batch, sequence, hidden]",
+                q_t.shape()
+            )));
         };
         if ctx.opt_input(1)?.is_none() || ctx.opt_input(2)?.is_none() {
             return Err(KernelError::unsupported("packed QKV (no key/value inputs)"));
         }
         if dq % n != 0 {
-            return Err(KernelError::invalid(format!("query hidden {dq} does not divide into {n} heads")));
+            return Err(KernelError::invalid(format!(
+                "query hidden {dq} does not divide into {n} heads"
+            )));
         }
         let h = dq / n;
         let k_shape = ctx.input(1)?.shape().to_vec();
         if k_shape != [b, s, nk * h] || ctx.input(2)?.shape() != k_shape.as_slice() {
-            return Err(KernelError::invalid(format!("key and value must be [{b}, {s}, {}]", nk * h)));
+            return Err(KernelError::invalid(format!(
+                "key and value must be [{b}, {s}, {}]",
+                nk * h
+            )));
         }
         let seqlens = ctx.input(5)?.to_i64_vec()?;
         let total = ctx.input(6)?.to_i64_vec()?;
         let (&[total], true) = (&total[..], seqlens.len() == b) else {
-            return Err(KernelError::invalid("seqlens_k must be [batch] and total_sequence_length a scalar"));
+            return Err(KernelError::invalid(
+                "seqlens_k must be [batch] and total_sequence_length a scalar",
+            ));
         };
         let past_shape = ctx.opt_input(3)?.map(|t| t.shape().to_vec());
         let p = match &past_shape {
             Some(sh) if sh.len() == 4 && sh[0] == b && sh[1] == nk && sh[3] == h => sh[2],
-            Some(sh) => return Err(KernelError::invalid(format!("past_key is {sh:?}; need [{b}, {nk}, past, {h}]"))),
+            Some(sh) => {
+                return Err(KernelError::invalid(format!(
+                    "past_key is {sh:?}; need [{b}, {nk}, past, {h}]"
+                )))
+            }
             None => 0,
         };
-        let total = usize::try_from(total).map_err(|_| KernelError::invalid("total_sequence_length < 0"))?;
+        let total = usize::try_from(total)
+            .map_err(|_| KernelError::invalid("total_sequence_length < 0"))?;
         let present_len = p.max(total);
         let first_prompt = s == total;
         let mut q = to_heads(&f32s(ctx, 0)?, b, s, n, h);
@@ -74,10 +92,21 @@ impl Kernel for Gqa {
         let past_v = opt_f32s(ctx, 4)?;
         let mut past_lens = Vec::with_capacity(b);
         for &sl in &seqlens {
-            let len = usize::try_from(sl + 1).map_err(|_| KernelError::invalid(format!("seqlens_k {sl} < -1")))?;
-            let past = if first_prompt { 0 } else { len.checked_sub(s).ok_or_else(|| KernelError::invalid(format!("seqlens_k {sl} + 1 is shorter than the new tokens {s}")))? };
+            let len = usize::try_from(sl + 1)
+                .map_err(|_| KernelError::invalid(format!("seqlens_k {sl} < -1")))?;
+            let past = if first_prompt {
+                0
+            } else {
+                len.checked_sub(s).ok_or_else(|| {
+                    KernelError::invalid(format!(
+                        "seqlens_k {sl} + 1 is shorter than the new tokens {s}"
+                    ))
+                })?
+            };
             if past + s > present_len || past > p {
-                return Err(KernelError::invalid(format!("seqlens_k {sl} does not fit the cache of {present_len}")));
+                return Err(KernelError::invalid(format!(
+                    "seqlens_k {sl} does not fit the cache of {present_len}"
+                )));
             }
             past_lens.push(past);
         }
@@ -85,13 +114,21 @@ impl Kernel for Gqa {
             let cos = f32s(ctx, 7)?;
             let sin = f32s(ctx, 8)?;
             let half = ctx.input(7)?.shape().get(1).copied().unwrap_or(0);
-            let cache = Cache { cos: &cos, sin: &sin, half };
+            let cache = Cache {
+                cos: &cos,
+                sin: &sin,
+                half,
+            };
             for (bi, &past) in past_lens.iter().enumerate() {
                 for (x, heads) in [(&mut q, n), (&mut k_new, nk)] {
                     for ni in 0..heads {
                         for si in 0..s {
                             let at = ((bi * heads + ni) * s + si) * h;
-                            cache.rotate(&mut x[at..at + h], (past + si) as i64, self.interleaved)?;
+                            cache.rotate(
+                                &mut x[at..at + h],
+                                (past + si) as i64,
+                                self.interleaved,
+                            )?;
                         }
                     }
                 }
@@ -105,17 +142,26 @@ impl Kernel for Gqa {
                 let dst = (bi * nk + ni) * present_len * h;
                 let src_past = (bi * nk + ni) * p * h;
                 let past = past_lens[bi];
-                for (present, past_buf, new) in [(&mut present_k, &past_k, &k_new), (&mut present_v, &past_v, &v_new)] {
+                for (present, past_buf, new) in [
+                    (&mut present_k, &past_k, &k_new),
+                    (&mut present_v, &past_v, &v_new),
+                ] {
                     if let Some(pb) = past_buf {
-                        present[dst..dst + past * h].copy_from_slice(&pb[src_past..src_past + past * h]);
+                        present[dst..dst + past * h]
+                            .copy_from_slice(&pb[src_past..src_past + past * h]);
                     }
                     let src = (bi * nk + ni) * s * h;
-                    present[dst + past * h..dst + (past + s) * h].copy_from_slice(&new[src..src + s * h]);
+                    present[dst + past * h..dst + (past + s) * h]
+                        .copy_from_slice(&new[src..src + s * h]);
                 }
             }
         }
         let (window, softcap) = (self.window, self.softcap);
-        let scale = if self.scale == 0.0 { 1.0 / (h as f32).sqrt() } else { self.scale };
+        let scale = if self.scale == 0.0 {
+            1.0 / (h as f32).sqrt()
+        } else {
+            self.scale
+        };
         let score = |bi: usize, _ni: usize, i: usize, j: usize| -> Option<f32> {
             let at = past_lens[bi] + i;
             if j > at || (window >= 0 && (j as i64) <= at as i64 - window) {
@@ -123,7 +169,18 @@ impl Kernel for Gqa {
             }
             Some(0.0)
         };
-        let heads = Heads { q: &q, k: &present_k, v: &present_v, b, n, nk, s, l: present_len, h, hv: h };
+        let heads = Heads {
+            q: &q,
+            k: &present_k,
+            v: &present_v,
+            b,
+            n,
+            nk,
+            s,
+            l: present_len,
+            h,
+            hv: h,
+        };
         let out = if softcap > 0.0 {
             softcapped(&heads, scale, softcap, &score)
         } else {
@@ -137,7 +194,12 @@ impl Kernel for Gqa {
 }
 
 /// Attention with scores capped as softcap · tanh(score / softcap) (before the mask).
-fn softcapped(x: &Heads<'_>, scale: f32, cap: f32, score: &crate::attention::ScoreBias<'_>) -> Vec<f32> {
+fn softcapped(
+    x: &Heads<'_>,
+    scale: f32,
+    cap: f32,
+    score: &crate::attention::ScoreBias<'_>,
+) -> Vec<f32> {
     // Scaling q by 1 folds the cap into a per-score bias: cap·tanh(d·scale/cap) - d·scale.
     let h = x.h;
     let group = x.n / x.nk.max(1);

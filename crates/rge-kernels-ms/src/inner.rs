@@ -71,7 +71,11 @@ impl Inner {
     }
 
     /// Runs the kernel on `inputs` (None: an absent optional input).
-    pub(crate) fn run(&self, inputs: &[Option<&Value>], threads: usize) -> KernelResult<Vec<Value>> {
+    pub(crate) fn run(
+        &self,
+        inputs: &[Option<&Value>],
+        threads: usize,
+    ) -> KernelResult<Vec<Value>> {
         let out = run_owned(self.kernel.as_ref(), inputs, self.outputs, threads, None)?;
         out.into_iter()
             .map(|v| v.ok_or_else(|| KernelError::invalid("an inner kernel left an output unset")))

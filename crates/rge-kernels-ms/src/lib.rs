@@ -30,7 +30,10 @@ const KERNELS: &[(&str, KernelFactory)] = &[
     ("BiasAdd", gelu::bias_add),
     ("BiasSplitGelu", gelu::bias_split_gelu),
     ("SkipLayerNormalization", norm::skip_layer_norm),
-    ("SkipSimplifiedLayerNormalization", norm::skip_simplified_layer_norm),
+    (
+        "SkipSimplifiedLayerNormalization",
+        norm::skip_simplified_layer_norm,
+    ),
     ("EmbedLayerNormalization", norm::embed_layer_norm),
     ("Attention", attention::attention),
     ("MultiHeadAttention", attention::multi_head_attention),
@@ -49,7 +52,10 @@ const KERNELS: &[(&str, KernelFactory)] = &[
     ("QLinearSigmoid", qlinear::qlinear_sigmoid),
     ("QLinearLeakyRelu", qlinear::qlinear_leaky_relu),
     ("QLinearConcat", qlinear::qlinear_concat),
-    ("QLinearGlobalAveragePool", qlinear::qlinear_global_average_pool),
+    (
+        "QLinearGlobalAveragePool",
+        qlinear::qlinear_global_average_pool,
+    ),
     ("QLinearAveragePool", qlinear::qlinear_average_pool),
     ("QGemm", qmatmul::qgemm),
     ("DynamicQuantizeMatMul", qmatmul::dynamic_quantize_matmul),
@@ -63,6 +69,10 @@ pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
     for &(op, factory) in KERNELS {
         b.register(MS_DOMAIN, op, factory)?;
     }
-    b.register(ONNX_DOMAIN, "SimplifiedLayerNormalization", norm::simplified_layer_norm)?;
+    b.register(
+        ONNX_DOMAIN,
+        "SimplifiedLayerNormalization",
+        norm::simplified_layer_norm,
+    )?;
     Ok(())
 }

@@ -19,17 +19,33 @@ struct QuantLstm {
 
 pub(crate) fn dynamic_quantize_lstm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let hidden = init.int("hidden_size")?;
-    let hidden = usize::try_from(hidden).ok().filter(|&h| h > 0).ok_or_else(|| KernelError::attr("hidden_size", format!("must be positive, got {hidden}")))?;
+    let hidden = usize::try_from(hidden)
+        .ok()
+        .filter(|&h| h > 0)
+        .ok_or_else(|| {
+            KernelError::attr("hidden_size", format!("must be positive, got {hidden}"))
+        })?;
     let directions = match init.str_or("direction", "forward")? {
         "forward" => vec![false],
         "reverse" => vec![true],
         "bidirectional" => vec![false, true],
-        other => return Err(KernelError::attr("direction", format!("`{other}` is not forward, reverse or bidirectional"))),
+        other => {
+            return Err(KernelError::attr(
+                "direction",
+                format!("`{other}` is not forward, reverse or bidirectional"),
+            ))
+        }
     };
     if let Some(a) = init.strings_opt("activations")? {
         let default = ["Sigmoid", "Tanh", "Tanh"];
-        if a.iter().enumerate().any(|(i, s)| !s.eq_ignore_ascii_case(default[i % 3])) {
-            return Err(KernelError::attr("activations", format!("{a:?}: supported are the defaults Sigmoid, Tanh, Tanh")));
+        if a.iter()
+            .enumerate()
+            .any(|(i, s)| !s.eq_ignore_ascii_case(default[i % 3]))
+        {
+            return Err(KernelError::attr(
+                "activations",
+                format!("{a:?}: supported are the defaults Sigmoid, Tanh, Tanh"),
+            ));
         }
     }
     Ok(Box::new(QuantLstm {
@@ -48,10 +64,22 @@ struct QWeight {
     rows: usize,
 }
 
-fn weight(ctx: &KernelCtx<'_>, w: usize, scale: usize, zp: usize, d: usize, dirs: usize, rows: usize, cols: usize) -> KernelResult<QWeight> {
+fn weight(
+    ctx: &KernelCtx<'_>,
+    w: usize,
+    scale: usize,
+    zp: usize,
+    d: usize,
+    dirs: usize,
+    rows: usize,
+    cols: usize,
+) -> KernelResult<QWeight> {
     let t = ctx.input(w)?;
     if t.shape() != [dirs, rows, cols] {
-        return Err(KernelError::invalid(format!("input {w} is {:?}; need [{dirs}, {rows}, {cols}]", t.shape())));
+        return Err(KernelError::invalid(format!(
+            "input {w} is {:?}; need [{dirs}, {rows}, {cols}]",
+            t.shape()
+        )));
     }
     let all = q_values(&t)?;
     let q = all[d * rows * cols..(d + 1) * rows * cols].to_vec();
@@ -59,19 +87,36 @@ fn weight(ctx: &KernelCtx<'_>, w: usize, scale: usize, zp: usize, d: usize, dirs
         match v.len() {
             n if n == dirs => Ok(vec![v[d]; cols]),
             n if n == dirs * cols => Ok(v[d * cols..(d + 1) * cols].to_vec()),
-            n => Err(KernelError::invalid(format!("{what} has {n} values; need {dirs} or {}", dirs * cols))),
+            n => Err(KernelError::invalid(format!(
+                "{what} has {n} values; need {dirs} or {}",
+                dirs * cols
+            ))),
         }
     };
     let scale = per_col(f32s(ctx, scale)?, "the weight scale")?;
-    let zp = per_col(q_values(&ctx.input(zp)?)?.into_iter().map(|v| v as f32).collect(), "the weight zero point")?;
-    Ok(QWeight { q, scale, zp: zp.into_iter().map(|v| v as i32).collect(), rows })
+    let zp = per_col(
+        q_values(&ctx.input(zp)?)?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect(),
+        "the weight zero point",
+    )?;
+    Ok(QWeight {
+        q,
+        scale,
+        zp: zp.into_iter().map(|v| v as i32).collect(),
+        rows,
+    })
 }
 
 /// x [m, rows] · W as float, with x quantized dynamically.
 fn qgemm(x: &[f32], m: usize, w: &QWeight, cols: usize) -> Vec<f32> {
     let (xq, s, z) = dynamic_quantize(x);
     let acc = int_matmul(&xq, z, &w.q, &w.zp, m, w.rows, cols);
-    acc.iter().enumerate().map(|(i, &v)| v as f32 * (s * w.scale[i % cols])).collect()
+    acc.iter()
+        .enumerate()
+        .map(|(i, &v)| v as f32 * (s * w.scale[i % cols]))
+        .collect()
 }
 
 fn sigmoid(v: f32) -> f32 {
@@ -82,25 +127,43 @@ impl Kernel for QuantLstm {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let x_t = ctx.input(0)?;
         let &[seq, batch, input] = x_t.shape() else {
-            return Err(KernelError::invalid(format!("X must be [seq, batch, input], got {:?}", x_t.shape())));
+            return Err(KernelError::invalid(format!(
+                "X must be [seq, batch, input], got {:?}",
+                x_t.shape()
+            )));
         };
         let x = f32s(ctx, 0)?;
         let (h, dirs) = (self.hidden, self.directions.len());
         let g = 4 * h;
         let bias = opt_f32s(ctx, 3)?;
         let lens = match ctx.opt_input(4)? {
-            Some(t) => t.to_i64_vec()?.into_iter().map(|v| (v.max(0) as usize).min(seq)).collect(),
+            Some(t) => t
+                .to_i64_vec()?
+                .into_iter()
+                .map(|v| (v.max(0) as usize).min(seq))
+                .collect(),
             None => vec![seq; batch],
         };
         if lens.len() != batch {
-            return Err(KernelError::invalid(format!("sequence_lens has {} values; batch is {batch}", lens.len())));
+            return Err(KernelError::invalid(format!(
+                "sequence_lens has {} values; batch is {batch}",
+                lens.len()
+            )));
         }
         let init_h = opt_f32s(ctx, 5)?;
         let init_c = opt_f32s(ctx, 6)?;
         let peep = opt_f32s(ctx, 7)?;
-        for (what, v, n) in [("B", &bias, dirs * 2 * g), ("initial_h", &init_h, dirs * batch * h), ("initial_c", &init_c, dirs * batch * h), ("P", &peep, dirs * 3 * h)] {
+        for (what, v, n) in [
+            ("B", &bias, dirs * 2 * g),
+            ("initial_h", &init_h, dirs * batch * h),
+            ("initial_c", &init_c, dirs * batch * h),
+            ("P", &peep, dirs * 3 * h),
+        ] {
             if v.as_ref().is_some_and(|v| v.len() != n) {
-                return Err(KernelError::invalid(format!("{what} has {} values; need {n}", v.as_ref().map_or(0, Vec::len))));
+                return Err(KernelError::invalid(format!(
+                    "{what} has {} values; need {n}",
+                    v.as_ref().map_or(0, Vec::len)
+                )));
             }
         }
         let mut y = vec![0f32; seq * dirs * batch * h];
@@ -111,10 +174,16 @@ impl Kernel for QuantLstm {
             let r = weight(ctx, 2, 10, 11, d, dirs, h, g)?;
             // X · W for every step at once (one quantization of X, as onnxruntime).
             let xw = qgemm(&x, seq * batch, &w, g);
-            let mut hs = init_h.as_ref().map_or(vec![0f32; batch * h], |v| v[d * batch * h..(d + 1) * batch * h].to_vec());
-            let mut cs = init_c.as_ref().map_or(vec![0f32; batch * h], |v| v[d * batch * h..(d + 1) * batch * h].to_vec());
+            let mut hs = init_h.as_ref().map_or(vec![0f32; batch * h], |v| {
+                v[d * batch * h..(d + 1) * batch * h].to_vec()
+            });
+            let mut cs = init_c.as_ref().map_or(vec![0f32; batch * h], |v| {
+                v[d * batch * h..(d + 1) * batch * h].to_vec()
+            });
             let b: Vec<f32> = match &bias {
-                Some(bv) => (0..g).map(|j| bv[d * 2 * g + j] + bv[d * 2 * g + g + j]).collect(),
+                Some(bv) => (0..g)
+                    .map(|j| bv[d * 2 * g + j] + bv[d * 2 * g + g + j])
+                    .collect(),
                 None => vec![0.0; g],
             };
             let p = peep.as_ref().map(|p| &p[d * 3 * h..(d + 1) * 3 * h]);
@@ -122,12 +191,18 @@ impl Kernel for QuantLstm {
                 let t = if reverse { seq - 1 - step } else { step };
                 let hr = qgemm(&hs, batch, &r, g);
                 for bi in 0..batch {
-                    let active = if reverse { t < lens[bi] } else { step < lens[bi] };
+                    let active = if reverse {
+                        t < lens[bi]
+                    } else {
+                        step < lens[bi]
+                    };
                     if !active {
                         continue;
                     }
                     let pre = |gate: usize, j: usize| -> f32 {
-                        let v = xw[(t * batch + bi) * g + gate * h + j] + hr[bi * g + gate * h + j] + b[gate * h + j];
+                        let v = xw[(t * batch + bi) * g + gate * h + j]
+                            + hr[bi * g + gate * h + j]
+                            + b[gate * h + j];
                         v
                     };
                     for j in 0..h {
@@ -136,7 +211,11 @@ impl Kernel for QuantLstm {
                         let pi = p.map_or(0.0, |p| p[j] * c_prev);
                         let pf = p.map_or(0.0, |p| p[2 * h + j] * c_prev);
                         let i = sigmoid(clip(pre(0, j) + pi));
-                        let f = if self.input_forget { 1.0 - i } else { sigmoid(clip(pre(2, j) + pf)) };
+                        let f = if self.input_forget {
+                            1.0 - i
+                        } else {
+                            sigmoid(clip(pre(2, j) + pf))
+                        };
                         let c_hat = clip(pre(3, j)).tanh();
                         let c = f * c_prev + i * c_hat;
                         let po = p.map_or(0.0, |p| p[h + j] * c);

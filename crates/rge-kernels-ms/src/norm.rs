@@ -128,9 +128,16 @@ impl Kernel for SimplifiedLayerNorm {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let shape = ctx.input(0)?.shape().to_vec();
         let rank = shape.len() as i64;
-        let axis = if self.axis < 0 { self.axis + rank } else { self.axis };
+        let axis = if self.axis < 0 {
+            self.axis + rank
+        } else {
+            self.axis
+        };
         if !(0..rank.max(1)).contains(&axis) {
-            return Err(KernelError::attr("axis", format!("{} is out of range for rank {rank}", self.axis)));
+            return Err(KernelError::attr(
+                "axis",
+                format!("{} is out of range for rank {rank}", self.axis),
+            ));
         }
         let n: usize = shape[axis as usize..].iter().product();
         let mut x = f32s(ctx, 0)?;
@@ -199,7 +206,9 @@ impl Kernel for EmbedLayerNorm {
         let pos_ids = ctx.opt_input(8)?.map(|t| t.to_i64_vec()).transpose()?;
         for (what, v) in [("segment_ids", &seg), ("mask", &mask)] {
             if v.as_ref().is_some_and(|v| v.len() != b * s) {
-                return Err(KernelError::invalid(format!("{what} must be [batch, sequence] as input_ids")));
+                return Err(KernelError::invalid(format!(
+                    "{what} must be [batch, sequence] as input_ids"
+                )));
             }
         }
         let mut out = Vec::with_capacity(b * s * h);
@@ -207,7 +216,11 @@ impl Kernel for EmbedLayerNorm {
             let p = match &pos_ids {
                 Some(p) if p.len() == b * s => p[i],
                 Some(p) if p.len() == s => p[i % s],
-                Some(_) => return Err(KernelError::invalid("position_ids must be [batch, sequence] or [1, sequence]")),
+                Some(_) => {
+                    return Err(KernelError::invalid(
+                        "position_ids must be [batch, sequence] or [1, sequence]",
+                    ))
+                }
                 None => (i % s) as i64,
             };
             let w = row(&word, h, ids[i], "word_embedding")?;
@@ -225,7 +238,11 @@ impl Kernel for EmbedLayerNorm {
         put_f32(ctx, 0, &[b, s, h], out)?;
         // mask_index: the number of ones in each row of the mask (0 without a mask).
         let counts: Vec<i32> = (0..b)
-            .map(|r| mask.as_ref().map_or(0, |m| m[r * s..(r + 1) * s].iter().filter(|&&v| v != 0).count() as i32))
+            .map(|r| {
+                mask.as_ref().map_or(0, |m| {
+                    m[r * s..(r + 1) * s].iter().filter(|&&v| v != 0).count() as i32
+                })
+            })
             .collect();
         ctx.put(1, Tensor::from_vec(&[b], counts)?)?;
         if let Some(sum) = sum {

@@ -4,7 +4,9 @@
 //! 256-entry table), QLinearConcat, QLinearGlobalAveragePool and QLinearAveragePool.
 
 use rge_ir::AttrMap;
-use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef, Value};
+use rge_kernels::{
+    DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef, Value,
+};
 
 use crate::inner::Inner;
 use crate::util::{permute, value_f32};
@@ -19,7 +21,12 @@ pub(crate) struct QParams {
 
 impl QParams {
     /// From scalar inputs `scale` and `zp` (absent: 0 of `dtype`).
-    pub(crate) fn read(ctx: &KernelCtx<'_>, scale: usize, zp: usize, dtype: DType) -> KernelResult<Self> {
+    pub(crate) fn read(
+        ctx: &KernelCtx<'_>,
+        scale: usize,
+        zp: usize,
+        dtype: DType,
+    ) -> KernelResult<Self> {
         let s = ctx.input(scale)?.to_f64_vec()?;
         let z = match ctx.opt_input(zp)? {
             Some(t) => t.to_i64_vec()?,
@@ -30,7 +37,11 @@ impl QParams {
                 "inputs {scale} and {zp} (scale, zero point) must be scalars"
             )));
         };
-        Ok(QParams { scale: s as f32, zp: z as i32, signed: signed(dtype)? })
+        Ok(QParams {
+            scale: s as f32,
+            zp: z as i32,
+            signed: signed(dtype)?,
+        })
     }
 
     pub(crate) fn range(self) -> (i32, i32) {
@@ -62,7 +73,9 @@ pub(crate) fn signed(dt: DType) -> KernelResult<bool> {
     match dt {
         DType::Uint8 => Ok(false),
         DType::Int8 => Ok(true),
-        other => Err(KernelError::unsupported(format!("{other}: supported are uint8 and int8"))),
+        other => Err(KernelError::unsupported(format!(
+            "{other}: supported are uint8 and int8"
+        ))),
     }
 }
 
@@ -71,7 +84,11 @@ pub(crate) fn q_values(t: &TensorRef<'_>) -> KernelResult<Vec<i32>> {
     Ok(match t.dtype() {
         DType::Uint8 => t.as_slice::<u8>()?.iter().map(|&v| v as i32).collect(),
         DType::Int8 => t.as_slice::<i8>()?.iter().map(|&v| v as i32).collect(),
-        other => return Err(KernelError::unsupported(format!("{other}: supported are uint8 and int8"))),
+        other => {
+            return Err(KernelError::unsupported(format!(
+                "{other}: supported are uint8 and int8"
+            )))
+        }
     })
 }
 
@@ -94,7 +111,9 @@ fn delegate(init: &KernelInit<'_>, op: &str) -> KernelResult<Box<dyn Kernel>> {
     if let Some(a) = init.attrs.get("axis") {
         attrs.set("axis", a.clone());
     }
-    Ok(Box::new(Delegate { inner: Inner::new(init, op, 13, &attrs, init.input_types, 1)? }))
+    Ok(Box::new(Delegate {
+        inner: Inner::new(init, op, 13, &attrs, init.input_types, 1)?,
+    }))
 }
 
 pub(crate) fn quantize_linear(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
@@ -107,7 +126,9 @@ pub(crate) fn dequantize_linear(init: &KernelInit<'_>) -> KernelResult<Box<dyn K
 
 impl Kernel for Delegate {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
-        let ins: Vec<Option<Value>> = (0..ctx.input_count()).map(|i| ctx.value(i).map(|v| v.to_owned())).collect();
+        let ins: Vec<Option<Value>> = (0..ctx.input_count())
+            .map(|i| ctx.value(i).map(|v| v.to_owned()))
+            .collect();
         let refs: Vec<Option<&Value>> = ins.iter().map(Option::as_ref).collect();
         let y = self.inner.run1(&refs, ctx.threads())?;
         ctx.put(0, y)
@@ -116,9 +137,16 @@ impl Kernel for Delegate {
 
 /// Numpy broadcasting of two shapes: the output shape and, per output element, the two
 /// source offsets.
-pub(crate) fn broadcast_offsets(a: &[usize], b: &[usize]) -> KernelResult<(Vec<usize>, Vec<(usize, usize)>)> {
+pub(crate) fn broadcast_offsets(
+    a: &[usize],
+    b: &[usize],
+) -> KernelResult<(Vec<usize>, Vec<(usize, usize)>)> {
     let r = a.len().max(b.len());
-    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, r - s.len()).chain(s.iter().copied()).collect() };
+    let pad = |s: &[usize]| -> Vec<usize> {
+        std::iter::repeat_n(1, r - s.len())
+            .chain(s.iter().copied())
+            .collect()
+    };
     let (a, b) = (pad(a), pad(b));
     let mut out = Vec::with_capacity(r);
     for (x, y) in a.iter().zip(&b) {
@@ -126,7 +154,11 @@ pub(crate) fn broadcast_offsets(a: &[usize], b: &[usize]) -> KernelResult<(Vec<u
             (x, y) if x == y => *x,
             (1, y) => *y,
             (x, 1) => *x,
-            _ => return Err(KernelError::invalid(format!("shapes {a:?} and {b:?} do not broadcast"))),
+            _ => {
+                return Err(KernelError::invalid(format!(
+                    "shapes {a:?} and {b:?} do not broadcast"
+                )))
+            }
         });
     }
     let strides = |s: &[usize]| -> Vec<usize> {
@@ -180,10 +212,14 @@ impl Kernel for QLinearBinary {
         let (a, b) = (q_values(&a_t)?, q_values(&b_t)?);
         let out: Vec<i32> = if self.mul {
             let m = qa.scale * qb.scale / qc.scale;
-            offs.iter().map(|&(i, j)| qc.saturate(m * ((a[i] - qa.zp) * (b[j] - qb.zp)) as f32)).collect()
+            offs.iter()
+                .map(|&(i, j)| qc.saturate(m * ((a[i] - qa.zp) * (b[j] - qb.zp)) as f32))
+                .collect()
         } else {
             let (ra, rb) = (qa.scale / qc.scale, qb.scale / qc.scale);
-            offs.iter().map(|&(i, j)| qc.saturate(ra * (a[i] - qa.zp) as f32 + rb * (b[j] - qb.zp) as f32)).collect()
+            offs.iter()
+                .map(|&(i, j)| qc.saturate(ra * (a[i] - qa.zp) as f32 + rb * (b[j] - qb.zp) as f32))
+                .collect()
         };
         ctx.put(0, q_tensor(&shape, out, qc.signed)?)
     }
@@ -199,7 +235,9 @@ pub(crate) fn qlinear_sigmoid(_: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel
 }
 
 pub(crate) fn qlinear_leaky_relu(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    Ok(Box::new(QLinearTable { leaky: Some(init.float_or("alpha", 0.01)?) }))
+    Ok(Box::new(QLinearTable {
+        leaky: Some(init.float_or("alpha", 0.01)?),
+    }))
 }
 
 impl Kernel for QLinearTable {
@@ -213,13 +251,22 @@ impl Kernel for QLinearTable {
             .map(|q| {
                 let v = qx.dequantize(q);
                 let f = match self.leaky {
-                    Some(alpha) => if v >= 0.0 { v } else { alpha * v },
+                    Some(alpha) => {
+                        if v >= 0.0 {
+                            v
+                        } else {
+                            alpha * v
+                        }
+                    }
                     None => 1.0 / (1.0 + (-v).exp()),
                 };
                 qy.quantize(f)
             })
             .collect();
-        let out = q_values(&x_t)?.into_iter().map(|q| table[(q - lo) as usize]).collect();
+        let out = q_values(&x_t)?
+            .into_iter()
+            .map(|q| table[(q - lo) as usize])
+            .collect();
         ctx.put(0, q_tensor(x_t.shape(), out, qy.signed)?)
     }
 }
@@ -229,7 +276,9 @@ struct QLinearConcat {
 }
 
 pub(crate) fn qlinear_concat(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    Ok(Box::new(QLinearConcat { axis: init.int("axis")? }))
+    Ok(Box::new(QLinearConcat {
+        axis: init.int("axis")?,
+    }))
 }
 
 impl Kernel for QLinearConcat {
@@ -242,9 +291,16 @@ impl Kernel for QLinearConcat {
         }
         let first = ctx.input(2)?.shape().to_vec();
         let r = first.len() as i64;
-        let axis = if self.axis < 0 { self.axis + r } else { self.axis };
+        let axis = if self.axis < 0 {
+            self.axis + r
+        } else {
+            self.axis
+        };
         if !(0..r).contains(&axis) {
-            return Err(KernelError::attr("axis", format!("{} is out of range for rank {r}", self.axis)));
+            return Err(KernelError::attr(
+                "axis",
+                format!("{} is out of range for rank {r}", self.axis),
+            ));
         }
         let axis = axis as usize;
         let outer: usize = first[..axis].iter().product();
@@ -253,12 +309,28 @@ impl Kernel for QLinearConcat {
         for k in 0..n / 3 {
             let t = ctx.input(2 + 3 * k)?;
             let s = t.shape();
-            if s.len() != first.len() || s.iter().enumerate().any(|(d, &v)| d != axis && v != first[d]) {
-                return Err(KernelError::invalid(format!("input {} is {s:?}; it must match {first:?} except on axis {axis}", 2 + 3 * k)));
+            if s.len() != first.len()
+                || s.iter()
+                    .enumerate()
+                    .any(|(d, &v)| d != axis && v != first[d])
+            {
+                return Err(KernelError::invalid(format!(
+                    "input {} is {s:?}; it must match {first:?} except on axis {axis}",
+                    2 + 3 * k
+                )));
             }
             let qx = QParams::read(ctx, 3 + 3 * k, 4 + 3 * k, t.dtype())?;
             let same = qx.scale == qy.scale && qx.zp == qy.zp;
-            let v: Vec<i32> = q_values(&t)?.into_iter().map(|q| if same { q } else { qy.quantize(qx.dequantize(q)) }).collect();
+            let v: Vec<i32> = q_values(&t)?
+                .into_iter()
+                .map(|q| {
+                    if same {
+                        q
+                    } else {
+                        qy.quantize(qx.dequantize(q))
+                    }
+                })
+                .collect();
             let inner: usize = s[axis..].iter().product();
             total_axis += s[axis];
             parts.push((v, inner));
@@ -280,7 +352,9 @@ struct QLinearGlobalAveragePool {
 }
 
 pub(crate) fn qlinear_global_average_pool(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    Ok(Box::new(QLinearGlobalAveragePool { channels_last: init.int_or("channels_last", 0)? != 0 }))
+    Ok(Box::new(QLinearGlobalAveragePool {
+        channels_last: init.int_or("channels_last", 0)? != 0,
+    }))
 }
 
 impl Kernel for QLinearGlobalAveragePool {
@@ -288,11 +362,17 @@ impl Kernel for QLinearGlobalAveragePool {
         let x_t = ctx.input(0)?;
         let shape = x_t.shape().to_vec();
         if shape.len() < 3 {
-            return Err(KernelError::invalid(format!("X must have rank ≥ 3, got {shape:?}")));
+            return Err(KernelError::invalid(format!(
+                "X must have rank ≥ 3, got {shape:?}"
+            )));
         }
         let qx = QParams::read(ctx, 1, 2, x_t.dtype())?;
         let qy = QParams::read(ctx, 3, 4, x_t.dtype())?;
-        let (n, c) = if self.channels_last { (shape[0], shape[shape.len() - 1]) } else { (shape[0], shape[1]) };
+        let (n, c) = if self.channels_last {
+            (shape[0], shape[shape.len() - 1])
+        } else {
+            (shape[0], shape[1])
+        };
         let image: usize = shape.iter().product::<usize>() / (n * c).max(1);
         let x = q_values(&x_t)?;
         let scale = qx.scale / (qy.scale * image as f32);
@@ -301,7 +381,11 @@ impl Kernel for QLinearGlobalAveragePool {
             for ch in 0..c {
                 let sum: i64 = (0..image)
                     .map(|p| {
-                        let at = if self.channels_last { (b * image + p) * c + ch } else { (b * c + ch) * image + p };
+                        let at = if self.channels_last {
+                            (b * image + p) * c + ch
+                        } else {
+                            (b * c + ch) * image + p
+                        };
                         x[at] as i64
                     })
                     .sum();
@@ -310,7 +394,11 @@ impl Kernel for QLinearGlobalAveragePool {
             }
         }
         let mut out_shape = shape.clone();
-        let spatial = if self.channels_last { 1..shape.len() - 1 } else { 2..shape.len() };
+        let spatial = if self.channels_last {
+            1..shape.len() - 1
+        } else {
+            2..shape.len()
+        };
         for d in spatial {
             out_shape[d] = 1;
         }
@@ -327,7 +415,14 @@ struct QLinearAveragePool {
 
 pub(crate) fn qlinear_average_pool(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let mut attrs = AttrMap::default();
-    for n in ["auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"] {
+    for n in [
+        "auto_pad",
+        "ceil_mode",
+        "count_include_pad",
+        "kernel_shape",
+        "pads",
+        "strides",
+    ] {
         if let Some(v) = init.attrs.get(n) {
             attrs.set(n, v.clone());
         }
@@ -346,14 +441,21 @@ impl Kernel for QLinearAveragePool {
         let mut shape = x_t.shape().to_vec();
         let r = shape.len();
         if r < 3 {
-            return Err(KernelError::invalid(format!("X must have rank ≥ 3, got {shape:?}")));
+            return Err(KernelError::invalid(format!(
+                "X must have rank ≥ 3, got {shape:?}"
+            )));
         }
-        let mut x: Vec<f32> = q_values(&x_t)?.into_iter().map(|q| qx.dequantize(q)).collect();
+        let mut x: Vec<f32> = q_values(&x_t)?
+            .into_iter()
+            .map(|q| qx.dequantize(q))
+            .collect();
         if self.channels_last {
             let perm: Vec<usize> = [0, r - 1].into_iter().chain(1..r - 1).collect();
             (x, shape) = permute(&x, &shape, &perm);
         }
-        let y = self.pool.run1(&[Some(&value_f32(&shape, x)?)], ctx.threads())?;
+        let y = self
+            .pool
+            .run1(&[Some(&value_f32(&shape, x)?)], ctx.threads())?;
         let mut y_shape = y.shape().to_vec();
         let mut yv: Vec<f32> = y.as_slice::<f32>()?.to_vec();
         if self.channels_last {

@@ -2,7 +2,9 @@
 //! products with int32 accumulation, scaled to float as onnxruntime does) and MatMulNBits
 //! (4/8-bit block-quantized weights, dequantized then multiplied in float).
 
-use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef};
+use rge_kernels::{
+    DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef,
+};
 
 use crate::qlinear::{q_tensor, q_values, signed, QParams};
 use crate::util::{f32s, floats, opt_f32s, put_f32};
@@ -17,7 +19,10 @@ pub(crate) fn dynamic_quantize(x: &[f32]) -> (Vec<i32>, f32, i32) {
     }
     let scale = if hi == lo { 1.0 } else { (hi - lo) / 255.0 };
     let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even() as i32;
-    let q = x.iter().map(|&v| ((v / scale).round_ties_even() as i32 + zp).clamp(0, 255)).collect();
+    let q = x
+        .iter()
+        .map(|&v| ((v / scale).round_ties_even() as i32 + zp).clamp(0, 255))
+        .collect();
     (q, scale, zp)
 }
 
@@ -26,7 +31,9 @@ fn per_column<T: Copy>(v: &[T], n: usize, what: &str) -> KernelResult<Vec<T>> {
     match v.len() {
         1 => Ok(vec![v[0]; n]),
         len if len == n => Ok(v.to_vec()),
-        len => Err(KernelError::invalid(format!("{what} has {len} values; need 1 or {n} (one per column)"))),
+        len => Err(KernelError::invalid(format!(
+            "{what} has {len} values; need 1 or {n} (one per column)"
+        ))),
     }
 }
 
@@ -34,12 +41,22 @@ fn per_column<T: Copy>(v: &[T], n: usize, what: &str) -> KernelResult<Vec<T>> {
 fn matrix_b(t: &TensorRef<'_>) -> KernelResult<(usize, usize)> {
     match *t.shape() {
         [k, n] => Ok((k, n)),
-        ref s => Err(KernelError::unsupported(format!("B of shape {s:?}: supported is a [K, N] matrix"))),
+        ref s => Err(KernelError::unsupported(format!(
+            "B of shape {s:?}: supported is a [K, N] matrix"
+        ))),
     }
 }
 
 /// (A - za) · (B - zb[col]) over rows of A [M, K] and B [K, N], as int32 sums.
-pub(crate) fn int_matmul(a: &[i32], za: i32, b: &[i32], zb: &[i32], m: usize, k: usize, n: usize) -> Vec<i32> {
+pub(crate) fn int_matmul(
+    a: &[i32],
+    za: i32,
+    b: &[i32],
+    zb: &[i32],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Vec<i32> {
     let mut acc = vec![0i32; m * n];
     for i in 0..m {
         let o = &mut acc[i * n..(i + 1) * n];
@@ -61,7 +78,9 @@ pub(crate) fn int_matmul(a: &[i32], za: i32, b: &[i32], zb: &[i32], m: usize, k:
 fn rows_of(a: &TensorRef<'_>, k: usize) -> KernelResult<(Vec<usize>, usize)> {
     let s = a.shape();
     if s.last() != Some(&k) {
-        return Err(KernelError::invalid(format!("A is {s:?}; its last dim must be K = {k}")));
+        return Err(KernelError::invalid(format!(
+            "A is {s:?}; its last dim must be K = {k}"
+        )));
     }
     Ok((s[..s.len() - 1].to_vec(), a.len() / k.max(1)))
 }
@@ -94,10 +113,18 @@ impl Kernel for DynamicQuantizeMatMul {
 }
 
 /// acc · scale(col) + bias(col).
-fn scale_out(acc: &[i32], n: usize, scale: impl Fn(usize) -> f32, bias: Option<&[f32]>) -> KernelResult<Vec<f32>> {
+fn scale_out(
+    acc: &[i32],
+    n: usize,
+    scale: impl Fn(usize) -> f32,
+    bias: Option<&[f32]>,
+) -> KernelResult<Vec<f32>> {
     if let Some(b) = bias {
         if b.len() != n {
-            return Err(KernelError::invalid(format!("bias has {} values; need N = {n}", b.len())));
+            return Err(KernelError::invalid(format!(
+                "bias has {} values; need N = {n}",
+                b.len()
+            )));
         }
     }
     Ok(acc
@@ -164,7 +191,10 @@ pub(crate) fn qgemm(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
 /// A 2-D operand, transposed when asked, as i32 values and (rows, cols).
 fn matrix(t: &TensorRef<'_>, trans: bool, what: &str) -> KernelResult<(Vec<i32>, usize, usize)> {
     let &[r, c] = t.shape() else {
-        return Err(KernelError::invalid(format!("{what} must be 2-D, got {:?}", t.shape())));
+        return Err(KernelError::invalid(format!(
+            "{what} must be 2-D, got {:?}",
+            t.shape()
+        )));
     };
     let v = q_values(t)?;
     if !trans {
@@ -184,12 +214,16 @@ impl Kernel for QGemm {
         let (a, m, k) = matrix(&ctx.input(0)?, self.trans_a, "A")?;
         let (b, kb, n) = matrix(&ctx.input(3)?, self.trans_b, "B")?;
         if kb != k {
-            return Err(KernelError::invalid(format!("A gives K = {k}, B gives {kb}")));
+            return Err(KernelError::invalid(format!(
+                "A gives K = {k}, B gives {kb}"
+            )));
         }
         let a_scale = ctx.input(1)?.to_f64_vec()?;
         let a_zp = q_values(&ctx.input(2)?)?;
         let (&[a_scale], &[a_zp]) = (&a_scale[..], &a_zp[..]) else {
-            return Err(KernelError::unsupported("a_scale / a_zero_point other than scalars"));
+            return Err(KernelError::unsupported(
+                "a_scale / a_zero_point other than scalars",
+            ));
         };
         let b_scale = per_column(&f32s(ctx, 4)?, n, "b_scale")?;
         let b_zp = per_column(&q_values(&ctx.input(5)?)?, n, "b_zero_point")?;
@@ -198,7 +232,9 @@ impl Kernel for QGemm {
             let (cv, cs) = (c.to_i64_vec()?, c.shape().to_vec());
             let (shape, offs) = crate::qlinear::broadcast_offsets(&[m, n], &cs)?;
             if shape != [m, n] {
-                return Err(KernelError::invalid(format!("C {cs:?} does not broadcast to [{m}, {n}]")));
+                return Err(KernelError::invalid(format!(
+                    "C {cs:?} does not broadcast to [{m}, {n}]"
+                )));
             }
             for (o, (_, j)) in acc.iter_mut().zip(offs) {
                 *o += cv[j] as i32;
@@ -210,7 +246,11 @@ impl Kernel for QGemm {
             Some(_) => {
                 let dt = ctx.opt_input(8)?.map_or(DType::Uint8, |t| t.dtype());
                 let qy = QParams::read(ctx, 7, 8, dt)?;
-                let out = acc.iter().enumerate().map(|(i, &v)| qy.saturate(v as f32 * scale(i % n) / qy.scale)).collect();
+                let out = acc
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| qy.saturate(v as f32 * scale(i % n) / qy.scale))
+                    .collect();
                 ctx.put(0, q_tensor(&[m, n], out, signed(dt)?)?)
             }
         }
@@ -227,20 +267,34 @@ struct MatMulNBits {
 pub(crate) fn matmul_nbits(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let get = |name: &str| -> KernelResult<usize> {
         let v = init.int(name)?;
-        usize::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| KernelError::attr(name, format!("must be positive, got {v}")))
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| KernelError::attr(name, format!("must be positive, got {v}")))
     };
     let bits = init.int_or("bits", 4)?;
     if bits != 4 && bits != 8 {
-        return Err(KernelError::attr("bits", format!("{bits}: supported are 4 and 8")));
+        return Err(KernelError::attr(
+            "bits",
+            format!("{bits}: supported are 4 and 8"),
+        ));
     }
     let block = get("block_size")?;
     if block < 16 || !block.is_power_of_two() {
-        return Err(KernelError::attr("block_size", format!("{block} must be a power of two ≥ 16")));
+        return Err(KernelError::attr(
+            "block_size",
+            format!("{block} must be a power of two ≥ 16"),
+        ));
     }
     if init.input_type(4).is_some() {
         return Err(KernelError::unsupported("MatMulNBits with g_idx"));
     }
-    Ok(Box::new(MatMulNBits { k: get("K")?, n: get("N")?, bits: bits as usize, block }))
+    Ok(Box::new(MatMulNBits {
+        k: get("K")?,
+        n: get("N")?,
+        bits: bits as usize,
+        block,
+    }))
 }
 
 impl MatMulNBits {
@@ -260,7 +314,11 @@ impl MatMulNBits {
         let b = b_t.as_slice::<u8>()?;
         let scales = floats(&ctx.input(2)?, 2)?;
         if scales.len() != n * blocks {
-            return Err(KernelError::invalid(format!("scales has {} values; need N · blocks = {}", scales.len(), n * blocks)));
+            return Err(KernelError::invalid(format!(
+                "scales has {} values; need N · blocks = {}",
+                scales.len(),
+                n * blocks
+            )));
         }
         // Zero points: packed like B (two 4-bit values a byte, rows padded to whole bytes),
         // or float; absent: the middle of the range.
@@ -271,17 +329,29 @@ impl MatMulNBits {
                 let per_row = (blocks * bits).div_ceil(8);
                 let z = z.as_slice::<u8>()?;
                 if z.len() != n * per_row {
-                    return Err(KernelError::invalid(format!("zero_points has {} bytes; need {}", z.len(), n * per_row)));
+                    return Err(KernelError::invalid(format!(
+                        "zero_points has {} bytes; need {}",
+                        z.len(),
+                        n * per_row
+                    )));
                 }
                 Box::new(move |col, blk| {
                     let byte = z[col * per_row + blk * bits / 8];
-                    if bits == 8 { byte as f32 } else { ((byte >> ((blk % 2) * 4)) & 0xF) as f32 }
+                    if bits == 8 {
+                        byte as f32
+                    } else {
+                        ((byte >> ((blk % 2) * 4)) & 0xF) as f32
+                    }
                 })
             }
             Some(z) => {
                 let z = floats(&z, 3)?;
                 if z.len() != n * blocks {
-                    return Err(KernelError::invalid(format!("zero_points has {} values; need {}", z.len(), n * blocks)));
+                    return Err(KernelError::invalid(format!(
+                        "zero_points has {} values; need {}",
+                        z.len(),
+                        n * blocks
+                    )));
                 }
                 Box::new(move |col, blk| z[col * blocks + blk])
             }
@@ -297,7 +367,11 @@ impl MatMulNBits {
                     if kk >= k {
                         break;
                     }
-                    let q = if bits == 8 { bytes[e] } else { (bytes[e / 2] >> ((e % 2) * 4)) & 0xF };
+                    let q = if bits == 8 {
+                        bytes[e]
+                    } else {
+                        (bytes[e / 2] >> ((e % 2) * 4)) & 0xF
+                    };
                     w[kk * n + col] = (q as f32 - z) * s;
                 }
             }

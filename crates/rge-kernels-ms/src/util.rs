@@ -1,7 +1,9 @@
 //! Small pieces the com.microsoft kernels share: float inputs, last-dim broadcasting, the
 //! fused activations.
 
-use rge_kernels::{DType, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef, Value};
+use rge_kernels::{
+    DType, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef, Value,
+};
 
 /// Input `i` as f32 values; these kernels compute in float32 (what onnxruntime's CPU kernels
 /// of these ops support).
@@ -56,7 +58,12 @@ pub(crate) fn add_last(x: &mut [f32], bias: &[f32]) {
 }
 
 /// Writes an f32 output.
-pub(crate) fn put_f32(ctx: &mut KernelCtx<'_>, i: usize, shape: &[usize], v: Vec<f32>) -> KernelResult<()> {
+pub(crate) fn put_f32(
+    ctx: &mut KernelCtx<'_>,
+    i: usize,
+    shape: &[usize],
+    v: Vec<f32>,
+) -> KernelResult<()> {
     ctx.put(i, Tensor::from_vec(shape, v)?)
 }
 

@@ -47,7 +47,10 @@ fn classifier(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         };
         (None, ctx.attr_ints(key)?)
     };
-    let classes = strings.map(|s| s.len()).or(ints.map(|i| i.len())).unwrap_or(0);
+    let classes = strings
+        .map(|s| s.len())
+        .or(ints.map(|i| i.len()))
+        .unwrap_or(0);
     let label = if strings.is_some() {
         DataType::String
     } else {
@@ -191,7 +194,9 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     b.register(
         ml("LinearRegressor", 1)
             .sig("X:T -> Y:F")
-            .attrs("coefficients:floats, intercepts:floats, post_transform:string=NONE, targets:int=1")
+            .attrs(
+                "coefficients:floats, intercepts:floats, post_transform:string=NONE, targets:int=1",
+            )
             .tc("T", ML_NUM)
             .tc("F", FLOAT32)
             .infer(linear_regressor),
@@ -233,7 +238,16 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         ml("OneHotEncoder", 1)
             .sig("X:T -> Y:F")
             .attrs("cats_int64s:ints, cats_strings:strings, zeros:int=1")
-            .tc("T", &[DataType::String, DataType::Int64, DataType::Int32, DataType::Float, DataType::Double])
+            .tc(
+                "T",
+                &[
+                    DataType::String,
+                    DataType::Int64,
+                    DataType::Int32,
+                    DataType::Float,
+                    DataType::Double,
+                ],
+            )
             .tc("F", FLOAT32)
             .infer(one_hot_encoder),
     )?;

@@ -134,7 +134,10 @@ fn attention(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     };
     match x.dims() {
         Some([b, s, _]) => ctx.set_output_dims(0, x.dtype, &[*b, *s, v_hidden]),
-        Some(d) => bail!("input must be [batch, sequence, hidden], got {}", fmt_dims(d)),
+        Some(d) => bail!(
+            "input must be [batch, sequence, hidden], got {}",
+            fmt_dims(d)
+        ),
         None => ctx.set_output(0, x.dtype, Shape::unknown_rank()),
     }
     for i in 1..ctx.output_count() {
@@ -171,9 +174,7 @@ fn qgemm(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let dt = if ctx.opt_input(7).is_none() {
         DataType::Float
     } else {
-        ctx.opt_input(8)
-            .map(|z| z.dtype)
-            .unwrap_or(DataType::Uint8)
+        ctx.opt_input(8).map(|z| z.dtype).unwrap_or(DataType::Uint8)
     };
     all_unknown(ctx, dt)
 }
@@ -192,12 +193,43 @@ const CONV_ATTRS: &str = "auto_pad:string=NOTSET, dilations:ints, group:int=1, k
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     let q8 = &[DataType::Uint8, DataType::Int8][..];
     // Activations and their bias forms.
-    b.register(ms("Gelu").sig("X:T -> Y:T").tc("T", FLOATS).infer(like_input0))?;
-    b.register(ms("FastGelu").sig("X:T, bias?:T -> Y:T").tc("T", FLOATS).infer(like_input0))?;
-    b.register(ms("BiasGelu").sig("A:T, B:T -> C:T").tc("T", FLOATS).infer(like_input0))?;
-    b.register(ms("QuickGelu").sig("X:T -> Y:T").attrs("alpha:float=1.702").tc("T", FLOATS).infer(like_input0))?;
-    b.register(ms("BiasAdd").sig("X:T, bias:T, skip:T -> Y:T").tc("T", FLOATS).infer(like_input0))?;
-    b.register(ms("BiasSplitGelu").sig("X:T, bias:T -> Y:T").tc("T", FLOATS).infer(bias_split_gelu))?;
+    b.register(
+        ms("Gelu")
+            .sig("X:T -> Y:T")
+            .tc("T", FLOATS)
+            .infer(like_input0),
+    )?;
+    b.register(
+        ms("FastGelu")
+            .sig("X:T, bias?:T -> Y:T")
+            .tc("T", FLOATS)
+            .infer(like_input0),
+    )?;
+    b.register(
+        ms("BiasGelu")
+            .sig("A:T, B:T -> C:T")
+            .tc("T", FLOATS)
+            .infer(like_input0),
+    )?;
+    b.register(
+        ms("QuickGelu")
+            .sig("X:T -> Y:T")
+            .attrs("alpha:float=1.702")
+            .tc("T", FLOATS)
+            .infer(like_input0),
+    )?;
+    b.register(
+        ms("BiasAdd")
+            .sig("X:T, bias:T, skip:T -> Y:T")
+            .tc("T", FLOATS)
+            .infer(like_input0),
+    )?;
+    b.register(
+        ms("BiasSplitGelu")
+            .sig("X:T, bias:T -> Y:T")
+            .tc("T", FLOATS)
+            .infer(bias_split_gelu),
+    )?;
     // Normalizations.
     b.register(
         ms("SkipLayerNormalization")
@@ -270,7 +302,9 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     b.register(
         ms("FusedConv")
             .sig("X:T, W:T, B?:T, Z?:T -> Y:T")
-            .attrs(&format!("{CONV_ATTRS}, activation:string, activation_params:floats"))
+            .attrs(&format!(
+                "{CONV_ATTRS}, activation:string, activation_params:floats"
+            ))
             .tc("T", FLOATS)
             .infer(typed_unknown),
     )?;
@@ -291,11 +325,20 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     b.register(
         ms("FusedMatMul")
             .sig("A:T, B:T -> Y:T")
-            .attrs("alpha:float=1.0, transA:int=0, transB:int=0, transBatchA:int=0, transBatchB:int=0")
+            .attrs(
+                "alpha:float=1.0, transA:int=0, transB:int=0, transBatchA:int=0, transBatchB:int=0",
+            )
             .tc("T", FLOATS)
             .infer(typed_unknown),
     )?;
-    b.register(ms("Trilu").sig("X:T, k?:K -> Y:T").attrs("upper:int=1").tc("T", ALL).tc("K", INT64).infer(like_input0))?;
+    b.register(
+        ms("Trilu")
+            .sig("X:T, k?:K -> Y:T")
+            .attrs("upper:int=1")
+            .tc("T", ALL)
+            .tc("K", INT64)
+            .infer(like_input0),
+    )?;
     b.register(
         ms("GatherND")
             .sig("data:T, indices:I -> output:T")
@@ -401,7 +444,16 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
             .attrs("K:int!, N:int!, accuracy_level:int=0, bits:int=4, block_size:int!")
             .tc("T1", FLOATS)
             .tc("T2", &[DataType::Uint8, DataType::Int32])
-            .tc("T3", &[DataType::Uint8, DataType::Int32, DataType::Float16, DataType::Float, DataType::Bf16])
+            .tc(
+                "T3",
+                &[
+                    DataType::Uint8,
+                    DataType::Int32,
+                    DataType::Float16,
+                    DataType::Float,
+                    DataType::Bf16,
+                ],
+            )
             .tc("T4", &[DataType::Int32])
             .infer(typed_unknown),
     )?;
