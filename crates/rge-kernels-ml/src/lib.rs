@@ -2,6 +2,9 @@
 //! ensembles, linear and SVM models, and the feature transforms. (LabelEncoder,
 //! ArrayFeatureExtractor, Binarizer and TreeEnsemble 5 are in rge-kernels-misc.)
 
+// Index loops mirror the reference formulas (several arrays per index).
+#![allow(clippy::needless_range_loop)]
+
 mod input;
 mod labels;
 mod linear;

@@ -76,6 +76,12 @@ impl Kernel for LinearClassifier {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let (n, f, x) = rows(ctx)?;
         let t = targets_of(&self.coef, &self.intercepts, f)?;
+        if t > 1 && t != self.labels.len() {
+            return Err(KernelError::invalid(format!(
+                "{t} classes of coefficients but {} class labels",
+                self.labels.len()
+            )));
+        }
         let s = scores(&x, n, f, &self.coef, &self.intercepts, t);
         let mut picks = Vec::with_capacity(n);
         let two = t == 1 && self.labels.len() == 2;

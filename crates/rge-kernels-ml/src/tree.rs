@@ -117,7 +117,7 @@ fn forest(init: &KernelInit<'_>, prefix: &str, outputs: usize) -> KernelResult<F
     }
     let mut index: HashMap<(i64, i64), usize> = HashMap::with_capacity(n);
     let mut roots = Vec::new();
-    let mut seen_tree: HashMap<i64, ()> = HashMap::new();
+    let mut seen_tree = std::collections::HashSet::new();
     for i in 0..n {
         if index.insert((tree_ids[i], node_ids[i]), i).is_some() {
             return Err(KernelError::attr(
@@ -128,7 +128,7 @@ fn forest(init: &KernelInit<'_>, prefix: &str, outputs: usize) -> KernelResult<F
                 ),
             ));
         }
-        if seen_tree.insert(tree_ids[i], ()).is_none() {
+        if seen_tree.insert(tree_ids[i]) {
             roots.push(i);
         }
     }

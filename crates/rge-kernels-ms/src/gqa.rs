@@ -114,6 +114,11 @@ impl Kernel for Gqa {
             let cos = f32s(ctx, 7)?;
             let sin = f32s(ctx, 8)?;
             let half = ctx.input(7)?.shape().get(1).copied().unwrap_or(0);
+            if 2 * half > h || sin.len() != cos.len() {
+                return Err(KernelError::invalid(format!(
+                    "cos/sin caches of width {half} do not fit head size {h}"
+                )));
+            }
             let cache = Cache {
                 cos: &cos,
                 sin: &sin,

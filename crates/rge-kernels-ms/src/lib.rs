@@ -4,6 +4,9 @@
 //! SimplifiedLayerNormalization, which onnxruntime defines in the default domain. Where an op is
 //! an ONNX op plus a fused step, the default domain's kernel does the ONNX part (`inner`).
 
+// Index loops mirror the reference formulas (several arrays per index).
+#![allow(clippy::needless_range_loop)]
+
 mod attention;
 mod fused;
 mod gelu;

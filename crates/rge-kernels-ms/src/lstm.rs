@@ -48,10 +48,17 @@ pub(crate) fn dynamic_quantize_lstm(init: &KernelInit<'_>) -> KernelResult<Box<d
             ));
         }
     }
+    let clip = init.float_opt("clip")?;
+    if clip.is_some_and(|c| c.is_nan() || c <= 0.0) {
+        return Err(KernelError::attr(
+            "clip",
+            format!("must be positive, got {clip:?}"),
+        ));
+    }
     Ok(Box::new(QuantLstm {
         hidden,
         directions,
-        clip: init.float_opt("clip")?,
+        clip,
         input_forget: init.int_or("input_forget", 0)? != 0,
     }))
 }
@@ -64,15 +71,12 @@ struct QWeight {
     rows: usize,
 }
 
+/// Direction `d` of the weight at inputs `[w, scale, zp]`, shaped `[dirs, rows, cols]`.
 fn weight(
     ctx: &KernelCtx<'_>,
-    w: usize,
-    scale: usize,
-    zp: usize,
+    [w, scale, zp]: [usize; 3],
     d: usize,
-    dirs: usize,
-    rows: usize,
-    cols: usize,
+    [dirs, rows, cols]: [usize; 3],
 ) -> KernelResult<QWeight> {
     let t = ctx.input(w)?;
     if t.shape() != [dirs, rows, cols] {
@@ -170,8 +174,8 @@ impl Kernel for QuantLstm {
         let mut yh = vec![0f32; dirs * batch * h];
         let mut yc = vec![0f32; dirs * batch * h];
         for (d, &reverse) in self.directions.iter().enumerate() {
-            let w = weight(ctx, 1, 8, 9, d, dirs, input, g)?;
-            let r = weight(ctx, 2, 10, 11, d, dirs, h, g)?;
+            let w = weight(ctx, [1, 8, 9], d, [dirs, input, g])?;
+            let r = weight(ctx, [2, 10, 11], d, [dirs, h, g])?;
             // X · W for every step at once (one quantization of X, as onnxruntime).
             let xw = qgemm(&x, seq * batch, &w, g);
             let mut hs = init_h.as_ref().map_or(vec![0f32; batch * h], |v| {
@@ -200,10 +204,9 @@ impl Kernel for QuantLstm {
                         continue;
                     }
                     let pre = |gate: usize, j: usize| -> f32 {
-                        let v = xw[(t * batch + bi) * g + gate * h + j]
+                        xw[(t * batch + bi) * g + gate * h + j]
                             + hr[bi * g + gate * h + j]
-                            + b[gate * h + j];
-                        v
+                            + b[gate * h + j]
                     };
                     for j in 0..h {
                         let c_prev = cs[bi * h + j];

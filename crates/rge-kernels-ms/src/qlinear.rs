@@ -55,13 +55,17 @@ impl QParams {
     /// Quantizes `v`: round half to even of v / scale, plus the zero point, saturated.
     pub(crate) fn quantize(self, v: f32) -> i32 {
         let (lo, hi) = self.range();
-        ((v / self.scale).round_ties_even() as i32 + self.zp).clamp(lo, hi)
+        ((v / self.scale).round_ties_even() as i32)
+            .saturating_add(self.zp)
+            .clamp(lo, hi)
     }
 
     /// Adds the zero point to an already scaled value and saturates.
     pub(crate) fn saturate(self, v: f32) -> i32 {
         let (lo, hi) = self.range();
-        (v.round_ties_even() as i32 + self.zp).clamp(lo, hi)
+        (v.round_ties_even() as i32)
+            .saturating_add(self.zp)
+            .clamp(lo, hi)
     }
 
     pub(crate) fn dequantize(self, q: i32) -> f32 {

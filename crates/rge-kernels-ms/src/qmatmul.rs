@@ -21,7 +21,11 @@ pub(crate) fn dynamic_quantize(x: &[f32]) -> (Vec<i32>, f32, i32) {
     let zp = (0.0 - lo / scale).clamp(0.0, 255.0).round_ties_even() as i32;
     let q = x
         .iter()
-        .map(|&v| ((v / scale).round_ties_even() as i32 + zp).clamp(0, 255))
+        .map(|&v| {
+            ((v / scale).round_ties_even() as i32)
+                .saturating_add(zp)
+                .clamp(0, 255)
+        })
         .collect();
     (q, scale, zp)
 }
@@ -67,7 +71,8 @@ pub(crate) fn int_matmul(
             }
             let br = &b[kk * n..(kk + 1) * n];
             for j in 0..n {
-                o[j] += av * (br[j] - zb[j]);
+                // int32 accumulation wraps, as onnxruntime's.
+                o[j] = o[j].wrapping_add(av.wrapping_mul(br[j] - zb[j]));
             }
         }
     }
@@ -237,7 +242,7 @@ impl Kernel for QGemm {
                 )));
             }
             for (o, (_, j)) in acc.iter_mut().zip(offs) {
-                *o += cv[j] as i32;
+                *o = o.wrapping_add(cv[j] as i32);
             }
         }
         let scale = |j: usize| self.alpha * a_scale as f32 * b_scale[j];
@@ -304,7 +309,8 @@ impl MatMulNBits {
         let blocks = k.div_ceil(block);
         let blob = block * bits / 8;
         let b_t = ctx.input(1)?;
-        if b_t.dtype() != DType::Uint8 || b_t.len() != n * blocks * blob {
+        let want = n.checked_mul(blocks).and_then(|v| v.checked_mul(blob));
+        if b_t.dtype() != DType::Uint8 || Some(b_t.len()) != want {
             return Err(KernelError::invalid(format!(
                 "B is {} {:?}; need uint8 [{n}, {blocks}, {blob}] for K = {k}, N = {n}, block_size = {block}",
                 b_t.dtype(),

@@ -101,7 +101,7 @@ impl Kernel for Rotary {
         let pos = pos_t.to_i64_vec()?;
         let position = |bi: usize, si: usize| -> KernelResult<i64> {
             match pos.len() {
-                1 => Ok(pos[0] + si as i64),
+                1 => Ok(pos[0].saturating_add(si as i64)),
                 len if len == b * s => Ok(pos[bi * s + si]),
                 _ => Err(KernelError::invalid(format!(
                     "position_ids is {:?}; need [batch, sequence] or [1]",

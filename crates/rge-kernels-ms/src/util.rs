@@ -130,7 +130,16 @@ impl Activation {
             Activation::Tanh => |v, _, _| v.tanh(),
             Activation::Sigmoid => |v, _, _| 1.0 / (1.0 + (-v).exp()),
             Activation::LeakyRelu(_) => |v, a, _| if v >= 0.0 { v } else { v * a },
-            Activation::Clip(..) => |v, lo, hi| v.max(lo).min(hi),
+            Activation::Clip(..) => |v, lo, hi| {
+                // Not `clamp`: a model may give lo > hi, which must not panic.
+                if v < lo {
+                    lo
+                } else if v > hi {
+                    hi
+                } else {
+                    v
+                }
+            },
             Activation::HardSigmoid(..) => |v, a, b| (a * v + b).clamp(0.0, 1.0),
         };
         let (a, b) = match self {
