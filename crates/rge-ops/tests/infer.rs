@@ -401,3 +401,26 @@ fn registry_lists_and_creates() {
     );
     assert_eq!(reg2.len(), reg.len());
 }
+
+/// The ai.onnx.ml and com.microsoft prototypes parse and register, and infer typical nodes.
+#[test]
+fn ml_and_ms_prototypes_are_registered() {
+    let reg = rge_ops::OpRegistry::builtin();
+    for (domain, op, opset) in [
+        ("ai.onnx.ml", "TreeEnsembleClassifier", 3),
+        ("ai.onnx.ml", "TreeEnsembleRegressor", 1),
+        ("ai.onnx.ml", "LinearClassifier", 1),
+        ("ai.onnx.ml", "SVMClassifier", 1),
+        ("ai.onnx.ml", "CategoryMapper", 1),
+        ("ai.onnx.ml", "LabelEncoder", 1),
+        ("com.microsoft", "SkipLayerNormalization", 1),
+        ("com.microsoft", "Attention", 1),
+        ("com.microsoft", "GroupQueryAttention", 1),
+        ("com.microsoft", "QLinearConcat", 1),
+        ("com.microsoft", "DynamicQuantizeLSTM", 1),
+        ("com.microsoft", "MatMulNBits", 1),
+        ("", "SimplifiedLayerNormalization", 17),
+    ] {
+        assert!(reg.lookup(domain, op, opset).is_some(), "{domain}::{op}");
+    }
+}
