@@ -218,24 +218,38 @@ fn forest(init: &KernelInit<'_>, prefix: &str, outputs: usize) -> KernelResult<F
 }
 
 impl Forest {
-    /// Every walk ends at a leaf within the tree's node count (a cycle would loop forever).
+    /// Every walk ends at a leaf: a depth-first search per tree finds any node reached again
+    /// while it is on the current path (a cycle would make a walk loop forever).
     fn check_acyclic(&self) -> KernelResult<()> {
-        let n = self.nodes.len();
-        let mut depth = vec![usize::MAX; n];
+        const NEW: u8 = 0;
+        const ON_PATH: u8 = 1;
+        const DONE: u8 = 2;
+        let cycle = || KernelError::attr("nodes_truenodeids", "a tree has a cycle");
+        let mut state = vec![NEW; self.nodes.len()];
         for &root in &self.roots {
-            let mut stack = vec![(root, 0usize)];
-            while let Some((i, d)) = stack.pop() {
-                if d > n {
-                    return Err(KernelError::attr("nodes_truenodeids", "a tree has a cycle"));
-                }
-                if depth[i] != usize::MAX && depth[i] <= d {
+            // (node, its children are done)
+            let mut stack = vec![(root, false)];
+            while let Some((i, finished)) = stack.pop() {
+                if finished {
+                    state[i] = DONE;
                     continue;
                 }
-                depth[i] = d;
+                match state[i] {
+                    DONE => continue,
+                    ON_PATH => return Err(cycle()),
+                    _ => {}
+                }
+                state[i] = ON_PATH;
+                stack.push((i, true));
                 let node = &self.nodes[i];
                 if node.mode != Mode::Leaf {
-                    stack.push((node.yes, d + 1));
-                    stack.push((node.no, d + 1));
+                    for c in [node.yes, node.no] {
+                        match state[c] {
+                            ON_PATH => return Err(cycle()),
+                            NEW => stack.push((c, false)),
+                            _ => {}
+                        }
+                    }
                 }
             }
         }
