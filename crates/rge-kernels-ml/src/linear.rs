@@ -93,7 +93,13 @@ impl Kernel for LinearClassifier {
                 if self.post == Post::Probit {
                     out.push(probit(row[0]));
                 } else if two {
-                    out.extend(binary_scores(row[0], Post::None, SecondClass::Complement));
+                    // onnxruntime: (1 - s, s), but (logistic(-s), logistic(s)) under LOGISTIC.
+                    let second = if self.post == Post::Logistic {
+                        SecondClass::Mirror
+                    } else {
+                        SecondClass::Complement
+                    };
+                    out.extend(binary_scores(row[0], self.post, second));
                 } else {
                     out.push(row[0]);
                 }

@@ -394,11 +394,11 @@ pub(crate) fn svm_regressor(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kerne
 impl Kernel for SvmRegressor {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let (n, f, x) = rows(ctx)?;
-        let want = if self.supports > 0 {
-            self.sv.len() / self.supports
-        } else {
-            self.coef.len()
-        };
+        let want = self
+            .sv
+            .len()
+            .checked_div(self.supports)
+            .unwrap_or(self.coef.len());
         if f != want {
             return Err(KernelError::invalid(format!(
                 "X has {f} features; the model has {want}"

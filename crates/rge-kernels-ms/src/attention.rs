@@ -287,6 +287,9 @@ impl Kernel for Attention {
     }
 }
 
+/// A bias lookup by (batch, head, query, key).
+type BiasLookup<'a> = Box<dyn Fn(usize, usize, usize, usize) -> f32 + 'a>;
+
 /// An additive attention bias [B or 1, N or 1, S, L] as a lookup.
 fn attention_bias<'a>(
     v: Option<&'a [f32]>,
@@ -295,7 +298,7 @@ fn attention_bias<'a>(
     n: usize,
     s: usize,
     l: usize,
-) -> KernelResult<Box<dyn Fn(usize, usize, usize, usize) -> f32 + 'a>> {
+) -> KernelResult<BiasLookup<'a>> {
     let (Some(v), Some(shape)) = (v, shape) else {
         return Ok(Box::new(|_, _, _, _| 0.0));
     };

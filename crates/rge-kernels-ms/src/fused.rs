@@ -137,7 +137,7 @@ impl Kernel for FusedGemm {
         let y = self.gemm.run1(&refs(&ins), ctx.threads())?;
         let mut out = floats(&y.view(), 0)?;
         self.activation.apply(&mut out);
-        put_f32(ctx, 0, &y.shape().to_vec(), out)
+        put_f32(ctx, 0, y.shape(), out)
     }
 }
 
@@ -197,7 +197,7 @@ impl Kernel for FusedMatMul {
                 *v *= self.alpha;
             }
         }
-        put_f32(ctx, 0, &y.shape().to_vec(), out)
+        put_f32(ctx, 0, y.shape(), out)
     }
 }
 

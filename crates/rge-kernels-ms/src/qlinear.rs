@@ -60,6 +60,15 @@ impl QParams {
             .clamp(lo, hi)
     }
 
+    /// Quantizes `v` as onnxruntime's pooling does: the zero point added before rounding half
+    /// to even (12.5 + 125 rounds to 138 where 12.5 rounds to 12), saturated.
+    pub(crate) fn quantize_zp_first(self, v: f32) -> i32 {
+        let (lo, hi) = self.range();
+        (v / self.scale + self.zp as f32)
+            .round_ties_even()
+            .clamp(lo as f32, hi as f32) as i32
+    }
+
     /// Adds the zero point to an already scaled value and saturates.
     pub(crate) fn saturate(self, v: f32) -> i32 {
         let (lo, hi) = self.range();
@@ -139,12 +148,12 @@ impl Kernel for Delegate {
     }
 }
 
+/// The output shape of a broadcast and, per output element, its two source offsets.
+type Broadcast = (Vec<usize>, Vec<(usize, usize)>);
+
 /// Numpy broadcasting of two shapes: the output shape and, per output element, the two
 /// source offsets.
-pub(crate) fn broadcast_offsets(
-    a: &[usize],
-    b: &[usize],
-) -> KernelResult<(Vec<usize>, Vec<(usize, usize)>)> {
+pub(crate) fn broadcast_offsets(a: &[usize], b: &[usize]) -> KernelResult<Broadcast> {
     let r = a.len().max(b.len());
     let pad = |s: &[usize]| -> Vec<usize> {
         std::iter::repeat_n(1, r - s.len())
@@ -466,7 +475,7 @@ impl Kernel for QLinearAveragePool {
             let perm: Vec<usize> = [0].into_iter().chain(2..r).chain([1]).collect();
             (yv, y_shape) = permute(&yv, &y_shape, &perm);
         }
-        let out = yv.into_iter().map(|v| qy.quantize(v)).collect();
+        let out = yv.into_iter().map(|v| qy.quantize_zp_first(v)).collect();
         ctx.put(0, q_tensor(&y_shape, out, qy.signed)?)
     }
 }
