@@ -424,3 +424,30 @@ fn ml_and_ms_prototypes_are_registered() {
         assert!(reg.lookup(domain, op, opset).is_some(), "{domain}::{op}");
     }
 }
+
+/// ai.onnx.ml 5 removed TreeEnsembleClassifier/Regressor: importing that opset is an error
+/// naming the node and the replacement; ai.onnx.ml 3 infers.
+#[test]
+fn tree_ensembles_removed_in_ml5_are_refused() {
+    let mut g = ComputeGraph::new("g");
+    let x = data(&mut g, "x", &[4, 3], DataType::Float);
+    let t = node(
+        &mut g,
+        "trees",
+        "TreeEnsembleRegressor",
+        &[x],
+        1,
+        &[("n_targets", AttrValue::Int(2))],
+    );
+    g.op_mut(t).unwrap().set_domain("ai.onnx.ml");
+    let opts = |ml| InferOptions::with_opsets([("", 21), ("ai.onnx.ml", ml)]);
+    infer_graph(&mut g, &OpRegistry::builtin(), &opts(3)).unwrap();
+    assert_eq!(out(&g, t, 0), (DataType::Float, vec![4, 2]));
+    let e = infer_graph(&mut g, &OpRegistry::builtin(), &opts(5))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`trees`") && e.contains("use TreeEnsemble"),
+        "{e}"
+    );
+}

@@ -69,6 +69,13 @@ fn tree_regressor(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
+fn removed_in_ml5(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    crate::bail!(
+        "{} was removed in ai.onnx.ml opset 5 (deprecated there); import ai.onnx.ml 3 or 4, or use TreeEnsemble",
+        ctx.op_type()
+    )
+}
+
 fn linear_regressor(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let n = rows(ctx)?;
     let t = ctx.attr_int_opt("targets")?.unwrap_or(1);
@@ -180,6 +187,21 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
                 .tc("T", ML_NUM)
                 .tc("F", FLOAT32)
                 .infer(tree_regressor),
+        )?;
+    }
+    // ai.onnx.ml 5 removed both (the schema history marks version 5 deprecated): a model
+    // importing it gets an error that names the replacement, as onnxruntime refuses it too.
+    for (op, sig) in [
+        ("TreeEnsembleClassifier", "X:T1 -> Y:T2, Z:F"),
+        ("TreeEnsembleRegressor", "X:T1 -> Y:F"),
+    ] {
+        b.register(
+            ml(op, 5)
+                .sig(sig)
+                .tc("T1", ML_NUM)
+                .tc("T2", labels)
+                .tc("F", FLOAT32)
+                .infer(removed_in_ml5),
         )?;
     }
     b.register(
