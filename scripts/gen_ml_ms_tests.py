@@ -36,6 +36,44 @@ def run_ort(model: onnx.ModelProto, feeds: dict) -> list:
     return sess.run(None, feeds)
 
 
+def _map_type(tp: onnx.TypeProto) -> onnx.TypeProto.Map:
+    """The map type of a map type, or of the maps of a sequence type."""
+    if tp.HasField("sequence_type"):
+        tp = tp.sequence_type.elem_type
+    return tp.map_type
+
+
+def _map_proto(d: dict, mt: onnx.TypeProto.Map) -> onnx.MapProto:
+    """A MapProto of the declared key and value types (numpy_helper.from_dict cannot take
+    string keys and makes float64 of Python floats)."""
+    m = onnx.MapProto(key_type=mt.key_type)
+    if mt.key_type == onnx.TensorProto.STRING:
+        m.string_keys.extend(str(k).encode() for k in d)
+    else:
+        m.keys.extend(int(k) for k in d)
+    vt = mt.value_type.tensor_type.elem_type
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(vt)
+    m.values.elem_type = onnx.SequenceProto.TENSOR
+    for v in d.values():
+        a = np.array(str(v) if vt == onnx.TensorProto.STRING else v, dtype=dtype)
+        m.values.tensor_values.append(numpy_helper.from_array(a))
+    return m
+
+
+def _value_proto(v, tp: onnx.TypeProto, name: str):
+    """The value file of `v` of declared type `tp`: a TensorProto, a MapProto (a dict) or a
+    SequenceProto of maps (a list of dicts, as ZipMap gives)."""
+    if isinstance(v, dict):
+        m = _map_proto(v, _map_type(tp))
+        m.name = name
+        return m
+    if isinstance(v, list) and v and isinstance(v[0], dict):
+        seq = onnx.SequenceProto(name=name, elem_type=onnx.SequenceProto.MAP)
+        seq.map_values.extend(_map_proto(d, _map_type(tp)) for d in v)
+        return seq
+    return numpy_helper.from_array(np.asarray(v), name)
+
+
 def write_test(out: str, name: str, model: onnx.ModelProto, feeds: dict, outputs=None) -> None:
     """Writes one test folder; the expected outputs are onnxruntime's unless given."""
     if outputs is None:
@@ -44,15 +82,14 @@ def write_test(out: str, name: str, model: onnx.ModelProto, feeds: dict, outputs
     data = os.path.join(folder, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     onnx.save(model, os.path.join(folder, "model.onnx"))
-    names = [i.name for i in model.graph.input]
     inits = {i.name for i in model.graph.initializer}
-    names = [n for n in names if n not in inits]
-    for k, n in enumerate(names):
-        t = numpy_helper.from_array(np.asarray(feeds[n]), n)
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    for k, i in enumerate(inputs):
+        t = _value_proto(feeds[i.name], i.type, i.name)
         with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
             f.write(t.SerializeToString())
     for k, (o, v) in enumerate(zip(model.graph.output, outputs)):
-        t = numpy_helper.from_array(np.asarray(v), o.name)
+        t = _value_proto(v, o.type, o.name)
         with open(os.path.join(data, f"output_{k}.pb"), "wb") as f:
             f.write(t.SerializeToString())
 

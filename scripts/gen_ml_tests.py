@@ -4,7 +4,9 @@ hand-built graphs for the ops skl2onnx does not emit."""
 import numpy as np
 from onnx import TensorProto, helper
 from skl2onnx import to_onnx
-from sklearn import ensemble, linear_model, preprocessing, svm, tree
+from skl2onnx import convert_sklearn
+from skl2onnx.common.data_types import DictionaryType, FloatTensorType, StringTensorType
+from sklearn import ensemble, feature_extraction, linear_model, pipeline, preprocessing, svm, tree
 from sklearn.impute import SimpleImputer
 
 ML_OPSET = 3
@@ -71,6 +73,24 @@ def _sk(rng):
     xc = rng.integers(0, 4, size=(12, 2)).astype(np.int64)
     enc = preprocessing.OneHotEncoder(sparse_output=False).fit(xc)
     yield "one_hot_encoder", _export(enc, xc), {"X": xc}
+    # Classifiers as skl2onnx exports them by default: probabilities through ZipMap, one
+    # label -> probability map per row (int64 and string class labels).
+    lr = linear_model.LogisticRegression().fit(x, y)
+    yield "logistic_regression_zipmap", _export(lr, x), {"X": x}
+    names = np.array(["ant", "bee", "cow"])[y]
+    rf = ensemble.RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(x, names)
+    yield "random_forest_zipmap_string_labels", _export(rf, x), {"X": x}
+    # sklearn's DictVectorizer (ai.onnx.ml DictVectorizer over a map(string, float) input) and
+    # a pipeline of it into a classifier with ZipMap.
+    rows = [{"age": 3.0, "legs": 4.0}, {"legs": 2.0, "wings": 2.0}, {"age": 1.5, "wings": 2.0},
+            {"age": 7.0, "legs": 4.0, "tail": 1.0}]
+    dv = feature_extraction.DictVectorizer(sparse=False).fit(rows)
+    dict_type = [("X", DictionaryType(StringTensorType([]), FloatTensorType([])))]
+    opsets = {"": 17, "ai.onnx.ml": ML_OPSET}
+    yield "dict_vectorizer", convert_sklearn(dv, initial_types=dict_type, target_opset=opsets), {"X": rows[3]}
+    pipe = pipeline.make_pipeline(feature_extraction.DictVectorizer(sparse=False),
+                                  linear_model.LogisticRegression()).fit(rows, [0, 1, 1, 0])
+    yield "dict_vectorizer_pipeline_zipmap", convert_sklearn(pipe, initial_types=dict_type, target_opset=opsets), {"X": rows[1]}
     # sklearn's LabelEncoder: strings to int64 (ai.onnx.ml LabelEncoder).
     words = np.array(["cat", "dog", "bird", "dog", "fish", "cat"])
     le = preprocessing.LabelEncoder().fit(words)
@@ -156,6 +176,39 @@ def _hand(rng):
     yield "tree_ensemble_regressor_average", _model([n], [_vi("X", F, [5, 4])], [_vi("Y", F, [5, 1])], ml_opset=1), {"X": x}
 
 
+def _maps(rng):
+    """ZipMap, DictVectorizer and CastMap as single ops: the map forms skl2onnx does not emit."""
+    F, I, S = TensorProto.FLOAT, TensorProto.INT64, TensorProto.STRING
+    ml = "ai.onnx.ml"
+
+    def map_t(k, v):
+        return helper.make_map_type_proto(k, helper.make_tensor_type_proto(v, None))
+
+    def seq_map_t(k, v):
+        return helper.make_sequence_type_proto(map_t(k, v))
+
+    def vi(name, tp):
+        return helper.make_value_info(name, tp)
+
+    x = rng.random((4, 3)).astype(np.float32)
+    n = helper.make_node("ZipMap", ["X"], ["Z"], domain=ml, classlabels_int64s=[4, 2, 9])
+    yield "zip_map_int64_labels", _model([n], [_vi("X", F, [4, 3])], [vi("Z", seq_map_t(I, F))]), {"X": x}
+    n = helper.make_node("ZipMap", ["X"], ["Z"], domain=ml, classlabels_strings=["a", "b", "c"])
+    yield "zip_map_string_labels_1d", _model([n], [_vi("X", F, [3])], [vi("Z", seq_map_t(S, F))]), {"X": x[0]}
+    n = helper.make_node("DictVectorizer", ["X"], ["Y"], domain=ml, int64_vocabulary=[5, 1, 3, 8])
+    yield "dict_vectorizer_int64_keys", _model([n], [vi("X", map_t(I, F))], [_vi("Y", F, [1, 4])]), {"X": {1: 2.0, 3: 4.0, 9: 9.0}}
+    n = helper.make_node("DictVectorizer", ["X"], ["Y"], domain=ml, string_vocabulary=["c", "b", "a"])
+    yield "dict_vectorizer_double_values", _model([n], [vi("X", map_t(S, TensorProto.DOUBLE))], [_vi("Y", TensorProto.DOUBLE, [1, 3])]), {"X": {"a": 7.25, "c": -2.0, "q": 5.0}}
+    feed = {3: 1.5, 0: -2.25, 1: 7.0}
+    for to, dt in (("TO_FLOAT", F), ("TO_STRING", S), ("TO_INT64", I)):
+        for form in ("DENSE", "SPARSE"):
+            n = helper.make_node("CastMap", ["X"], ["Y"], domain=ml, cast_to=to, map_form=form, max_map=5)
+            width = 5 if form == "SPARSE" else 3
+            yield (f"cast_map_{to[3:].lower()}_{form.lower()}",
+                   _model([n], [vi("X", map_t(I, F))], [_vi("Y", dt, [1, width])]), {"X": feed})
+
+
 def ml_tests(rng):
     yield from _sk(rng)
     yield from _hand(rng)
+    yield from _maps(rng)

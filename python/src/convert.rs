@@ -310,8 +310,8 @@ fn tensor_to_numpy<'py>(py: Python<'py>, name: &str, t: Tensor) -> PyResult<Boun
     }
 }
 
-/// A runtime value as a Python object: a numpy array, a list (sequence), or `None` (empty
-/// optional).
+/// A runtime value as a Python object: a numpy array, a list (sequence), `None` (empty
+/// optional), a dict (map) or a list of dicts (sequence of maps).
 pub fn value_to_py<'py>(py: Python<'py>, name: &str, v: Value) -> PyResult<Bound<'py, PyAny>> {
     match v {
         Value::Tensor(t) => tensor_to_numpy(py, name, t),
@@ -324,5 +324,28 @@ pub fn value_to_py<'py>(py: Python<'py>, name: &str, v: Value) -> PyResult<Bound
         }
         Value::Optional(None) => Ok(py.None().into_bound(py)),
         Value::Optional(Some(v)) => value_to_py(py, name, *v),
+        Value::Map(m) => map_to_py(py, name, m),
+        Value::MapSequence { items, .. } => {
+            let list = PyList::empty(py);
+            for m in items {
+                list.append(map_to_py(py, name, m)?)?;
+            }
+            Ok(list.into_any())
+        }
     }
+}
+
+/// A map as a Python dict of Python scalars (what onnxruntime returns for maps).
+fn map_to_py<'py>(
+    py: Python<'py>,
+    name: &str,
+    m: rge_kernels::MapValue,
+) -> PyResult<Bound<'py, PyAny>> {
+    let keys = tensor_to_numpy(py, name, m.keys().clone())?.call_method0("tolist")?;
+    let values = tensor_to_numpy(py, name, m.values().clone())?.call_method0("tolist")?;
+    let dict = pyo3::types::PyDict::new(py);
+    for (k, v) in keys.try_iter()?.zip(values.try_iter()?) {
+        dict.set_item(k?, v?)?;
+    }
+    Ok(dict.into_any())
 }

@@ -187,3 +187,23 @@ def test_threads_run_one_session_at_once(tiny_cnn, tiny_cnn_image):
     assert len(results) == 20
     for r in results:
         np.testing.assert_array_equal(r, want)
+
+
+def test_zipmap_outputs_are_lists_of_dicts_like_onnxruntime(tmp_path):
+    """ZipMap's sequence of maps comes back as onnxruntime gives it: a list of dicts."""
+    node = helper.make_node("ZipMap", ["x"], ["z"], domain="ai.onnx.ml", classlabels_strings=["no", "yes"])
+    seq_map = helper.make_sequence_type_proto(
+        helper.make_map_type_proto(TensorProto.STRING, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    )
+    graph = helper.make_graph(
+        [node], "zm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])], [helper.make_value_info("z", seq_map)]
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)], ir_version=9
+    )
+    path = str(tmp_path / "zipmap.onnx")
+    onnx.save(model, path)
+    x = np.array([[0.25, 0.75], [0.5, 0.5]], np.float32)
+    got = rge.InferenceSession(path).run(None, {"x": x})[0]
+    want = ort_run(path, {"x": x})[0]
+    assert got == want

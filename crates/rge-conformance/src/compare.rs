@@ -1,7 +1,7 @@
 //! Comparing values with ONNX Runtime's rule: dtype and shape equal, each element within
 //! `atol + rtol·|want|`, NaN equal to NaN, infinities equal when their signs are.
 
-use rge_kernels::{DType, Tensor, TensorData, Value};
+use rge_kernels::{DType, MapValue, Tensor, TensorData, Value};
 
 /// Tolerances of the comparison.
 #[derive(Debug, Clone, Copy)]
@@ -104,8 +104,64 @@ pub fn compare_values(want: &Value, got: &Value, tol: Tolerance) -> Result<(), S
             (None, Some(_)) => Err("optional has a value, expected none".into()),
             (Some(_), None) => Err("optional is empty, expected a value".into()),
         },
+        (Value::Map(w), Value::Map(g)) => compare_maps(w, g, tol),
+        (Value::MapSequence { items: w, .. }, Value::MapSequence { items: g, .. }) => {
+            if w.len() != g.len() {
+                return Err(format!(
+                    "sequence of {} maps, expected {}",
+                    g.len(),
+                    w.len()
+                ));
+            }
+            for (i, (w, g)) in w.iter().zip(g).enumerate() {
+                compare_maps(w, g, tol).map_err(|e| format!("map {i}: {e}"))?;
+            }
+            Ok(())
+        }
         _ => Err(format!("got a {}, expected a {}", got.kind(), want.kind())),
     }
+}
+
+/// Two maps are equal when they hold the same keys (in any order) with values within the
+/// tolerance.
+fn compare_maps(want: &MapValue, got: &MapValue, tol: Tolerance) -> Result<(), String> {
+    let order = |m: &MapValue| -> Result<Vec<usize>, String> {
+        let mut idx: Vec<usize> = (0..m.len()).collect();
+        match m.keys().data() {
+            TensorData::Strings(k) => idx.sort_by(|&a, &b| k[a].cmp(&k[b])),
+            _ => {
+                let k = m.keys().as_slice::<i64>().map_err(|e| e.to_string())?;
+                idx.sort_by_key(|&i| k[i]);
+            }
+        }
+        Ok(idx)
+    };
+    let sorted = |m: &MapValue| -> Result<(Tensor, Tensor), String> {
+        let idx = order(m)?;
+        let pick = |t: &Tensor| -> Result<Tensor, String> {
+            let t = t.view();
+            match t.as_strings() {
+                Ok(s) => {
+                    Tensor::from_strings(&[idx.len()], idx.iter().map(|&i| s[i].clone()).collect())
+                }
+                Err(_) => {
+                    let w = t.dtype().bytes_for(1);
+                    let b = t.bytes().map_err(|e| e.to_string())?;
+                    let bytes: Vec<u8> = idx
+                        .iter()
+                        .flat_map(|&i| b[i * w..(i + 1) * w].to_vec())
+                        .collect();
+                    Tensor::from_bytes(t.dtype(), &[idx.len()], &bytes)
+                }
+            }
+            .map_err(|e| e.to_string())
+        };
+        Ok((pick(m.keys())?, pick(m.values())?))
+    };
+    let (wk, wv) = sorted(want)?;
+    let (gk, gv) = sorted(got)?;
+    compare_tensors(&wk, &gk, tol).map_err(|e| format!("keys: {e}"))?;
+    compare_tensors(&wv, &gv, tol).map_err(|e| format!("values: {e}"))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Node-test folders and their value files (`TensorProto`, `SequenceProto`, `OptionalProto`).
+//! Node-test folders and their value files (`TensorProto`, `SequenceProto`, `OptionalProto`,
+//! `MapProto`).
 
 use std::path::{Path, PathBuf};
 
@@ -6,7 +7,7 @@ use prost::Message;
 use rge_formats::onnx::{self, names, OnnxModel};
 use rge_formats::onnx_proto::{type_proto, TensorProto, TypeProto};
 use rge_ir::{op_types, AttrValue, TensorDesc};
-use rge_kernels::{tensor_from_ir, DType, Tensor, Value};
+use rge_kernels::{tensor_from_ir, DType, MapValue, Tensor, TensorData, Value};
 
 /// ONNX `SequenceProto` (onnx-data.proto, which rge-formats does not build).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -17,6 +18,23 @@ pub struct SequenceProto {
     pub elem_type: i32,
     #[prost(message, repeated, tag = "3")]
     pub tensor_values: Vec<TensorProto>,
+    #[prost(message, repeated, tag = "6")]
+    pub map_values: Vec<MapProto>,
+}
+
+/// ONNX `MapProto`: int64 or string keys, the values a sequence of scalar tensors.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MapProto {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(int32, tag = "2")]
+    pub key_type: i32,
+    #[prost(int64, repeated, tag = "3")]
+    pub keys: Vec<i64>,
+    #[prost(bytes = "vec", repeated, tag = "4")]
+    pub string_keys: Vec<Vec<u8>>,
+    #[prost(message, optional, tag = "5")]
+    pub values: Option<SequenceProto>,
 }
 
 /// ONNX `OptionalProto`.
@@ -40,10 +58,23 @@ pub enum Kind {
     Sequence(i32),
     /// An optional of the inner kind.
     Optional(Box<Kind>),
+    /// A map (ai.onnx.ml).
+    Map,
+    /// A sequence of maps (ZipMap's output).
+    MapSequence,
 }
 
 fn kind_of_type(tp: &TypeProto) -> Kind {
     match &tp.value {
+        Some(type_proto::Value::MapType(_)) => Kind::Map,
+        Some(type_proto::Value::SequenceType(s))
+            if matches!(
+                s.elem_type.as_deref().and_then(|t| t.value.as_ref()),
+                Some(type_proto::Value::MapType(_))
+            ) =>
+        {
+            Kind::MapSequence
+        }
         Some(type_proto::Value::SequenceType(s)) => {
             let elem = s
                 .elem_type
@@ -93,6 +124,65 @@ fn sequence_from_proto(s: &SequenceProto, origin: &str) -> Result<Value, String>
     Ok(Value::Sequence { elem, items })
 }
 
+/// A map from its `MapProto`: keys int64 or string, values one scalar tensor each.
+fn map_from_proto(m: &MapProto, origin: &str) -> Result<MapValue, String> {
+    let keys = match DType::from_onnx(m.key_type) {
+        Some(DType::String) => Tensor::from_strings(
+            &[m.string_keys.len()],
+            m.string_keys
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect(),
+        ),
+        Some(DType::Int64) => Tensor::from_vec(&[m.keys.len()], m.keys.clone()),
+        _ => {
+            return Err(format!(
+                "{origin}: map key type {} (int64 and string keys are supported)",
+                m.key_type
+            ))
+        }
+    }
+    .map_err(|e| format!("{origin}: {e}"))?;
+    let items = m.values.as_ref().map_or(&[][..], |v| &v.tensor_values[..]);
+    let scalars = items
+        .iter()
+        .map(|t| tensor_from_proto(t, origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    let values = concat_scalars(&scalars).map_err(|e| format!("{origin}: map values: {e}"))?;
+    MapValue::new(keys, values).map_err(|e| format!("{origin}: {e}"))
+}
+
+/// One 1-D tensor of scalar tensors of one dtype.
+fn concat_scalars(items: &[Tensor]) -> Result<Tensor, String> {
+    let Some(first) = items.first() else {
+        return Tensor::from_vec::<f32>(&[0], Vec::new()).map_err(|e| e.to_string());
+    };
+    if items
+        .iter()
+        .any(|t| t.len() != 1 || t.dtype() != first.dtype())
+    {
+        return Err("not scalars of one type".into());
+    }
+    let t = match first.data() {
+        TensorData::Strings(_) => Tensor::from_strings(
+            &[items.len()],
+            items
+                .iter()
+                .map(|t| t.view().as_strings().map(|s| s[0].clone()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?,
+        ),
+        _ => {
+            let mut bytes = Vec::new();
+            for t in items {
+                bytes.extend_from_slice(t.view().bytes().map_err(|e| e.to_string())?);
+            }
+            Tensor::from_bytes(first.dtype(), &[items.len()], &bytes)
+        }
+    };
+    t.map_err(|e| e.to_string())
+}
+
 /// Reads a value file of the given kind.
 pub fn read_value(path: &Path, kind: &Kind) -> Result<Value, String> {
     let origin = path.display().to_string();
@@ -115,6 +205,22 @@ pub fn read_value(path: &Path, kind: &Kind) -> Result<Value, String> {
                 _ => None,
             };
             Ok(Value::Optional(inner))
+        }
+        Kind::Map => {
+            let m = MapProto::decode(&bytes[..]).map_err(decode_err)?;
+            map_from_proto(&m, &origin).map(Value::Map)
+        }
+        Kind::MapSequence => {
+            let s = SequenceProto::decode(&bytes[..]).map_err(decode_err)?;
+            let items = s
+                .map_values
+                .iter()
+                .map(|m| map_from_proto(m, &origin))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (key, value) = items.first().map_or((DType::Int64, DType::Float), |m| {
+                (m.keys().dtype(), m.values().dtype())
+            });
+            Ok(Value::MapSequence { key, value, items })
         }
     }
 }

@@ -1,5 +1,5 @@
 //! rge CPU kernels: the ai.onnx.ml ops of scikit-learn-style models — the classic tree
-//! ensembles, linear and SVM models, and the feature transforms. (LabelEncoder,
+//! ensembles, linear and SVM models, the feature transforms and the map ops. (LabelEncoder,
 //! ArrayFeatureExtractor, Binarizer and TreeEnsemble 5 are in rge-kernels-misc.)
 
 // Index loops mirror the reference formulas (several arrays per index).
@@ -8,6 +8,7 @@
 mod input;
 mod labels;
 mod linear;
+mod maps;
 mod post;
 mod svm;
 mod transform;
@@ -32,6 +33,9 @@ const KERNELS: &[(&str, KernelFactory)] = &[
     ("OneHotEncoder", transform::one_hot_encoder),
     ("FeatureVectorizer", transform::feature_vectorizer),
     ("CategoryMapper", transform::category_mapper),
+    ("ZipMap", maps::zip_map),
+    ("DictVectorizer", maps::dict_vectorizer),
+    ("CastMap", maps::cast_map),
 ];
 
 /// Registers this family's kernels.

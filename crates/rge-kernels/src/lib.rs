@@ -33,4 +33,4 @@ pub use kernel::{
 pub use ndarray;
 pub use registry::{KernelFactory, KernelRegistry, KernelRegistryBuilder, ONNX_DOMAIN};
 pub use tensor::{element_count, DataRef, Dims, Tensor, TensorData, TensorRef};
-pub use value::{Value, ValueRef};
+pub use value::{MapValue, Value, ValueRef};

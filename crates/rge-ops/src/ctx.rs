@@ -11,8 +11,9 @@ use crate::proto::OpProto;
 use crate::value::Value;
 
 /// What kind of value flows on an edge. Tensors are the rule; ONNX also has sequences of
-/// tensors and optionals (of a tensor or a sequence). For a sequence, `dtype`/`shape` describe
-/// its elements.
+/// tensors, optionals (of a tensor or a sequence) and, in ai.onnx.ml, maps and sequences of
+/// maps. For a sequence, `dtype`/`shape` describe its elements; for a map, `dtype` is its
+/// values' type and `shape` is `[entries]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum ValueKind {
     #[default]
@@ -20,6 +21,34 @@ pub enum ValueKind {
     Sequence,
     OptionalTensor,
     OptionalSequence,
+    Map(MapKey),
+    SequenceOfMaps(MapKey),
+}
+
+/// The key type of a map: ai.onnx.ml's ops key by int64 or string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MapKey {
+    Int64,
+    String,
+}
+
+impl MapKey {
+    /// The key's data type.
+    pub fn dtype(self) -> DataType {
+        match self {
+            MapKey::Int64 => DataType::Int64,
+            MapKey::String => DataType::String,
+        }
+    }
+
+    /// The key type of data type `dt`, `None` where maps of it are not supported.
+    pub fn of(dt: DataType) -> Option<Self> {
+        match dt {
+            DataType::Int64 => Some(MapKey::Int64),
+            DataType::String => Some(MapKey::String),
+            _ => None,
+        }
+    }
 }
 
 impl ValueKind {
@@ -30,6 +59,10 @@ impl ValueKind {
             ValueKind::Sequence => "sequence",
             ValueKind::OptionalTensor => "optional_tensor",
             ValueKind::OptionalSequence => "optional_sequence",
+            ValueKind::Map(MapKey::Int64) => "map_int64",
+            ValueKind::Map(MapKey::String) => "map_string",
+            ValueKind::SequenceOfMaps(MapKey::Int64) => "sequence_map_int64",
+            ValueKind::SequenceOfMaps(MapKey::String) => "sequence_map_string",
         }
     }
 
@@ -39,6 +72,10 @@ impl ValueKind {
             "sequence" => ValueKind::Sequence,
             "optional_tensor" | "optional" => ValueKind::OptionalTensor,
             "optional_sequence" => ValueKind::OptionalSequence,
+            "map_int64" => ValueKind::Map(MapKey::Int64),
+            "map_string" => ValueKind::Map(MapKey::String),
+            "sequence_map_int64" => ValueKind::SequenceOfMaps(MapKey::Int64),
+            "sequence_map_string" => ValueKind::SequenceOfMaps(MapKey::String),
             _ => return None,
         })
     }

@@ -27,7 +27,7 @@ pub mod upgrade;
 pub mod value;
 mod verify;
 
-pub use ctx::{InferCtx, SubgraphInfer, TensorInfo, ValueKind, VALUE_KIND_ATTR};
+pub use ctx::{InferCtx, MapKey, SubgraphInfer, TensorInfo, ValueKind, VALUE_KIND_ATTR};
 pub use error::{OpError, OpResult, OpsError};
 pub use library::{load_op_library, load_op_library_symbol, LibraryInfo};
 pub use listing::{list_ops, render_ops_text, OpInfo};

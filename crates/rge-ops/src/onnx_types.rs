@@ -136,7 +136,25 @@ fn decode_tensor_type(b: &[u8]) -> (Option<DataType>, Option<Vec<i64>>) {
     (dt, dims)
 }
 
-/// Decodes an encoded ONNX `TypeProto` (tensor, sequence of tensors, optional of either).
+/// A `TypeProto.Map`: the key type (int64 or string keys only) and the value type (a tensor
+/// element type, as ai.onnx.ml's maps hold).
+fn decode_map_type(b: &[u8]) -> Option<DecodedType> {
+    use crate::ctx::{MapKey, ValueKind};
+    let mut r = Reader { b };
+    let (mut key, mut value) = (None, None);
+    while let Some((f, v)) = r.next() {
+        match (f, v) {
+            (1, Field::Varint(x)) => key = from_onnx(x as i32).and_then(MapKey::of),
+            (2, Field::Bytes(x)) => value = decode_type_proto(x),
+            _ => {}
+        }
+    }
+    let (vk, dt, _) = value?;
+    (vk == ValueKind::Tensor).then_some((ValueKind::Map(key?), dt, Some(vec![-1])))
+}
+
+/// Decodes an encoded ONNX `TypeProto` (tensor, sequence of tensors or of maps, optional of a
+/// tensor or a sequence, map of int64 or string keys); `None` for what rge does not hold.
 pub fn decode_type_proto(b: &[u8]) -> Option<DecodedType> {
     use crate::ctx::ValueKind;
     let mut r = Reader { b };
@@ -160,12 +178,15 @@ pub fn decode_type_proto(b: &[u8]) -> Option<DecodedType> {
                 }
                 let (ek, dt, dims) = elem.unwrap_or((ValueKind::Tensor, None, None));
                 let kind = match (f, ek) {
+                    (4, ValueKind::Map(key)) => ValueKind::SequenceOfMaps(key),
+                    (_, ValueKind::Map(_) | ValueKind::SequenceOfMaps(_)) => return None,
                     (4, _) => ValueKind::Sequence,
                     (_, ValueKind::Sequence) => ValueKind::OptionalSequence,
                     _ => ValueKind::OptionalTensor,
                 };
                 return Some((kind, dt, dims));
             }
+            5 => return decode_map_type(inner),
             _ => {}
         }
     }
@@ -217,5 +238,40 @@ mod tests {
         let (k, _, _) = decode_type_proto(&opt).unwrap();
         assert_eq!(k, ValueKind::OptionalTensor);
         assert!(decode_type_proto(&[0x22, 0x09]).is_none());
+    }
+
+    #[test]
+    fn decodes_map_types() {
+        use crate::ctx::{MapKey, ValueKind};
+        // map(string, tensor(float)): TypeProto{5: Map{1: 8, 2: TypeProto{1: Tensor{1: 1}}}}
+        let value = [0x0a, 0x02, 0x08, 0x01];
+        let mut map = vec![0x08, 0x08, 0x12, value.len() as u8];
+        map.extend_from_slice(&value);
+        let mut tp = vec![0x2a, map.len() as u8];
+        tp.extend_from_slice(&map);
+        let (k, dt, _) = decode_type_proto(&tp).unwrap();
+        assert_eq!(
+            (k, dt),
+            (ValueKind::Map(MapKey::String), Some(DataType::Float))
+        );
+        // seq(map(string, float)).
+        let mut seq = vec![0x0a, tp.len() as u8];
+        seq.extend_from_slice(&tp);
+        let mut outer = vec![0x22, seq.len() as u8];
+        outer.extend_from_slice(&seq);
+        let (k, dt, _) = decode_type_proto(&outer).unwrap();
+        assert_eq!(
+            (k, dt),
+            (
+                ValueKind::SequenceOfMaps(MapKey::String),
+                Some(DataType::Float)
+            )
+        );
+        // Keys of another type (double) are not held.
+        let mut bad = map.clone();
+        bad[1] = 0x0b;
+        let mut tp = vec![0x2a, bad.len() as u8];
+        tp.extend_from_slice(&bad);
+        assert!(decode_type_proto(&tp).is_none());
     }
 }

@@ -66,7 +66,8 @@ impl CachingAllocator {
                 }
             }
             Value::Optional(Some(v)) => self.recycle(*v),
-            Value::Optional(None) => {}
+            // Maps are small (ai.onnx.ml's per-row outputs): dropped, not pooled.
+            Value::Optional(None) | Value::Map(_) | Value::MapSequence { .. } => {}
         }
     }
 

@@ -1,12 +1,13 @@
 //! The ai.onnx.ml ops of scikit-learn-style models: tree ensembles (the classic
-//! TreeEnsembleClassifier/Regressor), linear and SVM models, scalers and encoders. (LabelEncoder
+//! TreeEnsembleClassifier/Regressor), linear and SVM models, scalers and encoders, and the map ops
+//! (ZipMap, DictVectorizer, CastMap). (LabelEncoder
 //! 2/4, ArrayFeatureExtractor, Binarizer and TreeEnsemble 5 are in text.rs.)
 
 use rge_ir::{DataType, Shape};
 
 use super::util::fmt_dims;
 use crate::bail;
-use crate::ctx::InferCtx;
+use crate::ctx::{InferCtx, MapKey, TensorInfo, ValueKind};
 use crate::error::{OpResult, OpsError};
 use crate::proto::types::*;
 use crate::proto::OpProto;
@@ -22,6 +23,14 @@ const ML_NUM: &[DataType] = &[
     DataType::Double,
     DataType::Int64,
     DataType::Int32,
+];
+
+/// The value types of DictVectorizer's maps and tensors.
+const MAP_VALUES: &[DataType] = &[
+    DataType::String,
+    DataType::Int64,
+    DataType::Float,
+    DataType::Double,
 ];
 
 /// The batch size N of a [N, F] or [F] input (-1 when unknown).
@@ -150,6 +159,94 @@ fn feature_vectorizer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
+/// The key type of the labels attribute pair `ints`/`strings` (exactly one set).
+fn label_key(ctx: &InferCtx<'_>, ints: &str, strings: &str) -> OpResult<(MapKey, usize)> {
+    match (ctx.attr_ints(ints)?, ctx.attr_strings(strings)?) {
+        (Some(i), None) if !i.is_empty() => Ok((MapKey::Int64, i.len())),
+        (None, Some(s)) if !s.is_empty() => Ok((MapKey::String, s.len())),
+        (Some(_), Some(_)) => bail!("only one of {ints}, {strings} may be set"),
+        _ => bail!("one of {ints}, {strings} must be set (and not empty)"),
+    }
+}
+
+/// ZipMap: rows of class scores [N, C] (or [C]) → one map per row, label → score.
+fn zip_map(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let (key, labels) = label_key(ctx, "classlabels_int64s", "classlabels_strings")?;
+    if let Some(d) = ctx.input(0)?.dims() {
+        let c = match d {
+            [c] | [_, c] => *c,
+            _ => bail!("X must be [N, C] or [C], got {}", fmt_dims(d)),
+        };
+        if c >= 0 && c as usize != labels {
+            bail!("X has {c} columns but there are {labels} class labels");
+        }
+    }
+    ctx.set_output_info(
+        0,
+        TensorInfo {
+            dtype: DataType::Float,
+            shape: Shape::new(vec![labels as i64]),
+            kind: ValueKind::SequenceOfMaps(key),
+            ..Default::default()
+        },
+    );
+    Ok(())
+}
+
+/// The map an input holds, or an error naming the kind found.
+fn map_input<'a>(ctx: &InferCtx<'a>) -> OpResult<(MapKey, &'a TensorInfo)> {
+    let x = ctx.input(0)?;
+    match x.kind {
+        ValueKind::Map(key) => Ok((key, x)),
+        // Not inferred yet (a graph input whose type the frontend did not give).
+        ValueKind::Tensor if x.dtype == DataType::Undefined => Ok((MapKey::Int64, x)),
+        other => bail!("X must be a map, got a {}", other.name()),
+    }
+}
+
+/// DictVectorizer: a map → the [1, V] tensor of its values at the vocabulary's positions.
+fn dict_vectorizer(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let (key, x) = map_input(ctx)?;
+    let (vocab_key, v) = label_key(ctx, "int64_vocabulary", "string_vocabulary")?;
+    if x.kind != ValueKind::Tensor && key != vocab_key {
+        bail!(
+            "the map's keys are {} but the vocabulary is {}",
+            key.dtype(),
+            vocab_key.dtype()
+        );
+    }
+    let dt = x.dtype;
+    ctx.set_output_dims(0, dt, &[1, v as i64]);
+    Ok(())
+}
+
+/// CastMap: a map of int64 keys → [1, entries] (DENSE) or [1, max_map] (SPARSE), cast.
+fn cast_map(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let (key, x) = map_input(ctx)?;
+    if x.kind != ValueKind::Tensor && key != MapKey::Int64 {
+        bail!("the map's keys must be int64, got {}", key.dtype());
+    }
+    let dt = match ctx.attr_str("cast_to")? {
+        "TO_FLOAT" => DataType::Float,
+        "TO_STRING" => DataType::String,
+        "TO_INT64" => DataType::Int64,
+        other => bail!("cast_to `{other}` is not TO_FLOAT, TO_STRING or TO_INT64"),
+    };
+    let width = match ctx.attr_str("map_form")? {
+        "DENSE" => x.dims().and_then(|d| d.first().copied()).unwrap_or(-1),
+        "SPARSE" => {
+            let m = ctx.attr_int_opt("max_map")?.unwrap_or(1);
+            if m < 1 {
+                bail!("max_map must be positive, got {m}");
+            }
+            m
+        }
+        other => bail!("map_form `{other}` is not DENSE or SPARSE"),
+    };
+    ctx.set_output_dims(0, dt, &[1, width]);
+    Ok(())
+}
+
 fn check_2d(ctx: &InferCtx<'_>) -> OpResult<()> {
     if let Some(d) = ctx.input(0)?.dims() {
         if d.len() > 2 {
@@ -204,6 +301,30 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
                 .infer(removed_in_ml5),
         )?;
     }
+    b.register(
+        ml("ZipMap", 1)
+            .sig("X:F -> Z:T")
+            .attrs("classlabels_int64s:ints, classlabels_strings:strings")
+            .tc("F", FLOAT32)
+            .tc("T", FLOAT32)
+            .infer(zip_map),
+    )?;
+    b.register(
+        ml("DictVectorizer", 1)
+            .sig("X:T1 -> Y:T2")
+            .attrs("int64_vocabulary:ints, string_vocabulary:strings")
+            .tc("T1", MAP_VALUES)
+            .tc("T2", MAP_VALUES)
+            .infer(dict_vectorizer),
+    )?;
+    b.register(
+        ml("CastMap", 1)
+            .sig("X:T1 -> Y:T2")
+            .attrs("cast_to:string=TO_FLOAT, map_form:string=DENSE, max_map:int=1")
+            .tc("T1", &[DataType::String, DataType::Float])
+            .tc("T2", &[DataType::String, DataType::Float, DataType::Int64])
+            .infer(cast_map),
+    )?;
     b.register(
         ml("LinearClassifier", 1)
             .sig("X:T1 -> Y:T2, Z:F")

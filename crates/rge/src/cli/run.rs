@@ -111,7 +111,44 @@ fn describe(v: &Value) -> String {
         Value::Sequence { elem, items } => format!("sequence<{elem}> of {}", items.len()),
         Value::Optional(None) => "optional: empty".into(),
         Value::Optional(Some(v)) => format!("optional: {}", describe(v)),
+        Value::Map(m) => format!(
+            "map<{}, {}> of {}: {}",
+            m.keys().dtype(),
+            m.values().dtype(),
+            m.len(),
+            map_summary(m)
+        ),
+        Value::MapSequence { key, value, items } => match items.first() {
+            Some(first) => format!(
+                "sequence<map<{key}, {value}>> of {}; first: {}",
+                items.len(),
+                map_summary(first)
+            ),
+            None => format!("sequence<map<{key}, {value}>> of 0"),
+        },
     }
+}
+
+/// The first entries of a map, `{key: value, …}`.
+fn map_summary(m: &rge_kernels::MapValue) -> String {
+    let text = |t: &Tensor| -> Vec<String> {
+        match t.data() {
+            TensorData::Strings(s) => s.iter().map(|x| format!("{x:?}")).collect(),
+            _ => t
+                .view()
+                .to_f64_vec()
+                .map(|v| v.iter().map(|x| format!("{x}")).collect())
+                .unwrap_or_default(),
+        }
+    };
+    let entries: Vec<String> = text(m.keys())
+        .into_iter()
+        .zip(text(m.values()))
+        .take(6)
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let more = if m.len() > 6 { ", …" } else { "" };
+    format!("{{{}{more}}}", entries.join(", "))
 }
 
 /// `name` as a safe file name (what `--output-dir` writes as NAME.npy).
