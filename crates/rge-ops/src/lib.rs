@@ -16,6 +16,7 @@
 pub mod abi;
 pub mod ctx;
 pub mod error;
+pub mod gradient;
 pub mod library;
 pub mod listing;
 pub mod onnx_types;

@@ -91,6 +91,8 @@ pub fn infer_graph(
             opts = &merged;
         }
     }
+    // Gradient nodes become the ops that compute them.
+    crate::gradient::expand_gradients(graph)?;
     // Old versions with a newer form become that form first (their nodes' own opset moves).
     crate::upgrade::upgrade_graph(graph, opts.opsets.get("").copied().unwrap_or(i64::MAX))?;
     let mut pass = Pass {

@@ -1,4 +1,5 @@
-//! String ops, the ai.onnx.ml ops in the node tests, and the preview training optimizers.
+//! String ops, the ai.onnx.ml ops in the node tests, and the preview training optimizers and
+//! Gradient.
 
 use rge_ir::{DataType, Shape};
 
@@ -242,5 +243,19 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
             .tc("T3", FLOATS)
             .infer(optimizer),
     )?;
+    // Expanded into its backward graph before inference (crate::gradient); a node that reaches
+    // inference was not (it is in a subgraph the expansion refused).
+    b.register(
+        tr("Gradient")
+            .sig("Inputs+:T1 -> Outputs*:T2")
+            .attrs("xs:strings!, y:string!, zs:strings")
+            .tc("T1", ALL)
+            .tc("T2", FLOATS)
+            .infer(unexpanded_gradient),
+    )?;
     Ok(())
+}
+
+fn unexpanded_gradient(_: &mut InferCtx<'_>) -> OpResult<()> {
+    bail!("Gradient was not expanded into its backward graph")
 }

@@ -134,6 +134,21 @@ impl Net {
         });
     }
 
+    /// A node of another domain writing several outputs.
+    pub fn op_in_domain(
+        &mut self,
+        domain: &str,
+        op: &str,
+        ins: &[&str],
+        outs: &[&str],
+        attrs: Vec<AttributeProto>,
+    ) {
+        self.op_outs(op, ins, outs, attrs);
+        if let Some(n) = self.nodes.last_mut() {
+            n.domain = domain.into();
+        }
+    }
+
     /// A float initializer of `dims` with deterministic values in [-0.5, 0.5).
     pub fn weight(&mut self, dims: &[i64], seed: u32) -> String {
         let n: i64 = dims.iter().product();
