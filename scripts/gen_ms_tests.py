@@ -403,20 +403,79 @@ def _cnn(rng):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": _f(rng, 1, 3, 8, 8)}
 
 
+def _nchwc_cnns(rng):
+    """Two CNNs whose onnxruntime-saved form (ORT_ENABLE_ALL) is in com.microsoft.nchwc blocks:
+    one over a 16-channel input (ReorderInput, MaxPool, Conv + Relu, depthwise Conv + Clip, a
+    1x1 Conv fused with an Add, AveragePool, Upsample by Resize, Concat, GlobalMaxPool), one from
+    a 3-channel image (plain-input Conv, 24 channels padded to the block, ReorderOutput)."""
+    def w(*shape):
+        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+    inits = {"w1": w(32, 16, 3, 3), "b1": _f(rng, 32), "wd": w(32, 1, 3, 3), "bd": _f(rng, 32),
+             "w3": w(32, 32, 1, 1), "b3": _f(rng, 32), "fc": w(64, 5), "fcb": _f(rng, 5),
+             "scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["m"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["m", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd", "bd"], ["d"], pads=[1, 1, 1, 1], group=32),
+        helper.make_node("Clip", ["d", "lo", "hi"], ["dc"]),
+        helper.make_node("Conv", ["dc", "w3", "b3"], ["c3"]),
+        helper.make_node("Add", ["c3", "r1"], ["s"]),
+        helper.make_node("AveragePool", ["s"], ["a"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Resize", ["a", "", "scales"], ["u"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("Concat", ["u", "s"], ["cat"], axis=1),
+        helper.make_node("GlobalMaxPool", ["cat"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"]),
+    ]
+    consts = [numpy_helper.from_array(v, k) for k, v in inits.items()]
+    consts += [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    graph = helper.make_graph(nodes, "nchwc_blocks", [helper.make_tensor_value_info("x", F, [1, 16, 12, 12])],
+                              [helper.make_tensor_value_info("y", F, [1, 5])], initializer=consts)
+    yield "ort_saved_all_nchwc_blocks", helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": _f(rng, 1, 16, 12, 12)}
+    inits = {"w1": w(24, 3, 3, 3), "b1": _f(rng, 24), "w2": w(8, 24, 1, 1), "b2": _f(rng, 8)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "nchwc_padded", [helper.make_tensor_value_info("x", F, [2, 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", F, [2, 8, 5, 5])],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    yield "ort_saved_all_nchwc_padded", helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": _f(rng, 2, 3, 9, 9)}
+    # Linear upsampling in blocks, in both of onnxruntime's coordinate rules it blocks.
+    for coords in ("asymmetric", "align_corners"):
+        inits = {"w1": w(16, 16, 3, 3), "b1": _f(rng, 16), "scales": np.array([1, 1, 2, 3], np.float32)}
+        nodes = [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+            helper.make_node("Resize", ["c1", "", "scales"], ["y"], mode="linear", coordinate_transformation_mode=coords),
+        ]
+        graph = helper.make_graph(nodes, "nchwc_linear", [helper.make_tensor_value_info("x", F, [1, 16, 5, 4])],
+                                  [helper.make_tensor_value_info("y", F, [1, 16, 10, 12])],
+                                  initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+        yield f"ort_saved_all_nchwc_upsample_linear_{coords}", helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), {"x": _f(rng, 1, 16, 5, 4)}
+
+
 def optimized_tests(rng, out):
     """The BERT-like, GPT-2-like and CNN graphs as onnxruntime saves them after its graph
-    optimizations (extended level: the transformer and conv fusions, no layout changes), with
-    onnxruntime's outputs of the saved model."""
+    optimizations (extended level: the transformer and conv fusions), and two CNNs saved at the
+    default level (the NCHWc layout), with onnxruntime's outputs of the saved model."""
     tmp = os.path.join(out, "ort-saved")
     os.makedirs(tmp, exist_ok=True)
-    for name, (model, feeds) in (
-        ("ort_optimized_bert_like", _transformer(rng, False)),
-        ("ort_optimized_gpt2_like", _transformer(rng, True)),
-        ("ort_optimized_cnn_like", _cnn(rng)),
-    ):
+    extended = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    cases = [
+        ("ort_optimized_bert_like", *_transformer(rng, False), extended),
+        ("ort_optimized_gpt2_like", *_transformer(rng, True), extended),
+        ("ort_optimized_cnn_like", *_cnn(rng), extended),
+    ]
+    # The default level adds the layout changes: com.microsoft.nchwc blocks.
+    cases += [(n, m, f, ort.GraphOptimizationLevel.ORT_ENABLE_ALL) for n, m, f in _nchwc_cnns(rng)]
+    for name, model, feeds, level in cases:
         path = os.path.join(tmp, name + ".onnx")
         opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        opts.graph_optimization_level = level
         opts.optimized_model_filepath = path
         ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
         opt = onnx.load(path)

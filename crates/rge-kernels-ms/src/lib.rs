@@ -1,6 +1,7 @@
 //! rge CPU kernels: the com.microsoft ops that onnxruntime's quantization and transformer
 //! tools emit (fused activations and normalizations, attention, fused convolutions and matrix
-//! products, the 8-bit quantized ops, block-quantized weights, the quantized LSTM), and
+//! products, the 8-bit quantized ops, block-quantized weights, the quantized LSTM), the
+//! com.microsoft.nchwc blocked-layout ops of models onnxruntime saved, and
 //! SimplifiedLayerNormalization, which onnxruntime defines in the default domain. Where an op is
 //! an ONNX op plus a fused step, the default domain's kernel does the ONNX part (`inner`).
 
@@ -13,6 +14,7 @@ mod gelu;
 mod gqa;
 mod inner;
 mod lstm;
+mod nchwc;
 mod norm;
 mod qlinear;
 mod qmatmul;
@@ -67,6 +69,21 @@ const KERNELS: &[(&str, KernelFactory)] = &[
     ("DynamicQuantizeLSTM", lstm::dynamic_quantize_lstm),
 ];
 
+/// onnxruntime's blocked-layout domain (models it saved at its default optimization level).
+pub const NCHWC_DOMAIN: &str = "com.microsoft.nchwc";
+
+/// The com.microsoft.nchwc ops and their kernel factories.
+const NCHWC_KERNELS: &[(&str, KernelFactory)] = &[
+    ("Conv", nchwc::conv),
+    ("MaxPool", nchwc::max_pool),
+    ("AveragePool", nchwc::average_pool),
+    ("GlobalMaxPool", nchwc::global_max_pool),
+    ("GlobalAveragePool", nchwc::global_average_pool),
+    ("Upsample", nchwc::upsample),
+    ("ReorderInput", nchwc::reorder_input),
+    ("ReorderOutput", nchwc::reorder_output),
+];
+
 /// Registers this family's kernels.
 pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
     for &(op, factory) in KERNELS {
@@ -77,5 +94,8 @@ pub fn register(b: &mut KernelRegistryBuilder) -> KernelResult<()> {
         "SimplifiedLayerNormalization",
         norm::simplified_layer_norm,
     )?;
+    for &(op, factory) in NCHWC_KERNELS {
+        b.register(NCHWC_DOMAIN, op, factory)?;
+    }
     Ok(())
 }

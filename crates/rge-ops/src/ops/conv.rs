@@ -121,7 +121,7 @@ fn conv_with(ctx: &mut InferCtx<'_>, x_i: usize, w_i: usize, dtype: DataType) ->
     Ok(())
 }
 
-fn conv(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+pub(super) fn conv(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let dt = ctx.input(0)?.dtype;
     let bias = if ctx.op_type() == "DeformConv" { 3 } else { 2 };
     if let (Some(b), Some(w)) = (
@@ -226,7 +226,7 @@ fn conv_transpose(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
-fn pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+pub(super) fn pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let dt = ctx.input(0)?.dtype;
     let Some(x) = dims_or_unknown(ctx, 0, dt)? else {
         return Ok(());
@@ -246,7 +246,7 @@ fn pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
-fn global_pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+pub(super) fn global_pool(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let dt = ctx.input(0)?.dtype;
     let Some(x) = dims_or_unknown(ctx, 0, dt)? else {
         return Ok(());

@@ -25,6 +25,7 @@ mod matmul;
 mod misc;
 mod ml;
 mod ms;
+mod nchwc;
 mod norm;
 mod reduce;
 mod rnn;
@@ -59,6 +60,7 @@ pub(crate) fn register_builtins(b: &mut OpRegistryBuilder) -> Result<(), OpsErro
     hcom::register(b)?;
     ml::register(b)?;
     ms::register(b)?;
+    nchwc::register(b)?;
     // Last: the versions of the schema history the families above do not write.
     history::register(b)?;
     Ok(())
