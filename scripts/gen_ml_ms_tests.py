@@ -7,8 +7,8 @@ expected outputs computed by onnxruntime itself:
   SVM models, scalers, encoders, imputers …), and hand-built graphs for the ai.onnx.ml ops that
   skl2onnx does not emit.
 - `ms`: single-op graphs of the com.microsoft ops that onnxruntime's quantization and
-  transformer tools emit, and whole small BERT-like and GPT-2-like graphs after onnxruntime's
-  own graph optimizations (`optimized_model_filepath`).
+  transformer tools emit, whole small BERT-like, GPT-2-like and CNN graphs after onnxruntime's
+  own graph optimizations (`optimized_model_filepath`), and real OCR models from a PyPI wheel.
 
 usage: python gen_ml_ms_tests.py OUT_DIR
 """
@@ -22,7 +22,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from gen_ml_tests import ml_tests
-from gen_ms_tests import ms_tests, optimized_tests
+from gen_ms_tests import ms_tests, optimized_tests, wheel_model_tests
 
 RNG = np.random.default_rng(20)
 
@@ -110,9 +110,10 @@ def main() -> None:
                 print(f"skipped {suite}/{name}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         counts[suite] = made
     made = 0
-    for name, model, feeds, outputs in optimized_tests(RNG, out):
-        write_test(os.path.join(out, "ms"), name, model, feeds, outputs)
-        made += 1
+    for tests in (optimized_tests, wheel_model_tests):
+        for name, model, feeds, outputs in tests(RNG, out):
+            write_test(os.path.join(out, "ms"), name, model, feeds, outputs)
+            made += 1
     counts["ms"] += made
     print(" ".join(f"{k}: {v}" for k, v in counts.items()))
 

@@ -197,8 +197,6 @@ def _maps(rng):
     yield "zip_map_string_labels_1d", _model([n], [_vi("X", F, [3])], [vi("Z", seq_map_t(S, F))]), {"X": x[0]}
     n = helper.make_node("DictVectorizer", ["X"], ["Y"], domain=ml, int64_vocabulary=[5, 1, 3, 8])
     yield "dict_vectorizer_int64_keys", _model([n], [vi("X", map_t(I, F))], [_vi("Y", F, [1, 4])]), {"X": {1: 2.0, 3: 4.0, 9: 9.0}}
-    n = helper.make_node("DictVectorizer", ["X"], ["Y"], domain=ml, string_vocabulary=["c", "b", "a"])
-    yield "dict_vectorizer_double_values", _model([n], [vi("X", map_t(S, TensorProto.DOUBLE))], [_vi("Y", TensorProto.DOUBLE, [1, 3])]), {"X": {"a": 7.25, "c": -2.0, "q": 5.0}}
     feed = {3: 1.5, 0: -2.25, 1: 7.0}
     for to, dt in (("TO_FLOAT", F), ("TO_STRING", S), ("TO_INT64", I)):
         for form in ("DENSE", "SPARSE"):

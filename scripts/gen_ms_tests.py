@@ -4,6 +4,7 @@ running the equivalent default-domain graph), and small BERT-like, GPT-2-like an
 after onnxruntime's own optimizations."""
 
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -483,3 +484,52 @@ def optimized_tests(rng, out):
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         want = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"]).run(None, feeds)
         yield name, opt, feeds, want
+
+
+def wheel_model_tests(rng, out):
+    """Real models from a PyPI wheel (ddddocr 1.6.1's OCR models): the float CRNN recognizer
+    and detector whole, and the DynamicQuantizeLSTM of its int8 recognizer (`common_old`) on
+    the activations onnxruntime computes for it. The int8 model whole is not a test: its
+    DynamicQuantizeLinear steps turn 1-ulp differences of Sigmoid into quantization steps, so
+    its logits differ from onnxruntime's by up to about 1% (the recognized text is the same)."""
+    import shutil
+    import subprocess
+    import zipfile
+
+    tmp = os.path.join(out, "wheels")
+    os.makedirs(tmp, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--disable-pip-version-check",
+                    "ddddocr==1.6.1", "-d", tmp], check=True)
+    wheel = [f for f in os.listdir(tmp) if f.startswith("ddddocr") and f.endswith(".whl")][0]
+    models = {}
+    with zipfile.ZipFile(os.path.join(tmp, wheel)) as z:
+        for name in ("common", "common_det", "common_old"):
+            models[name] = onnx.load_from_string(z.read(f"ddddocr/{name}.onnx"))
+    shutil.rmtree(tmp)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+
+    def run(m, feeds):
+        return ort.InferenceSession(m.SerializeToString(), plain, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+    image = rng.random((1, 1, 64, 160)).astype(np.float32)
+    yield "ddddocr_common", models["common"], {"input1": image}, None
+    yield "ddddocr_common_det", models["common_det"], {"images": rng.random((1, 3, 416, 416)).astype(np.float32)}, None
+    old = models["common_old"]
+    lstm = next(n for n in old.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    cut = onnx.ModelProto()
+    cut.CopyFrom(old)
+    cut.graph.output.append(helper.make_value_info(lstm.input[0], onnx.TypeProto()))
+    x = run(cut, {"input1": image})[-1]
+    hidden = [a.i for a in lstm.attribute if a.name == "hidden_size"][0]
+    state = np.zeros((2, 1, hidden), np.float32)
+    names = [lstm.input[0], lstm.input[5], lstm.input[6]]
+    inits = [i for i in old.graph.initializer if i.name in set(lstm.input)]
+    graph = helper.make_graph(
+        [lstm], "ddddocr_lstm",
+        [helper.make_tensor_value_info(names[0], F, list(x.shape))]
+        + [helper.make_tensor_value_info(n, F, list(state.shape)) for n in names[1:]],
+        [helper.make_tensor_value_info(lstm.output[0], F, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=old.opset_import, ir_version=old.ir_version)
+    feeds = {names[0]: x, names[1]: state, names[2]: state}
+    yield "ddddocr_common_old_dynamic_quantize_lstm", model, feeds, run(model, feeds)[:1]

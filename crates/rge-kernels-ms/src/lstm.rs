@@ -203,10 +203,11 @@ impl Kernel for QuantLstm {
                     if !active {
                         continue;
                     }
+                    // (x·W + b) + h·R, the order onnxruntime adds them in (the bias goes into
+                    // the input projection, the recurrent product is accumulated onto it).
                     let pre = |gate: usize, j: usize| -> f32 {
-                        xw[(t * batch + bi) * g + gate * h + j]
+                        (xw[(t * batch + bi) * g + gate * h + j] + b[gate * h + j])
                             + hr[bi * g + gate * h + j]
-                            + b[gate * h + j]
                     };
                     for j in 0..h {
                         let c_prev = cs[bi * h + j];
