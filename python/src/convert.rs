@@ -5,14 +5,15 @@
 //! C-contiguous tensor; string arrays (`str` or `object` of `str`) become string tensors.
 //! Outputs: a numeric tensor's buffer is handed to numpy as the array's memory (no copy), kept
 //! alive by the array's base object; strings become `object` arrays of `str`, sequences lists,
-//! optionals the value or `None`.
+//! optionals the value or `None`, maps dicts and sequences of maps lists of dicts (as
+//! onnxruntime gives them); a dict input is a map.
 
 use numpy::npyffi::{self, npy_intp, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
-use rge_kernels::{Buffer, DType, Tensor, TensorData, TensorRef, Value, ValueRef};
+use pyo3::types::{PyDict, PyList, PyString};
+use rge_kernels::{Buffer, DType, MapValue, Tensor, TensorData, TensorRef, Value, ValueRef};
 
 /// numpy's name of each dtype rge shares with numpy.
 const NUMPY_NAMES: &[(DType, &str)] = &[
@@ -120,14 +121,19 @@ fn type_name(ob: &Bound<'_, PyAny>) -> String {
 }
 
 /// Reads input `name` from a Python object: a numpy array (or anything `numpy.asarray` turns
-/// into one, such as a list or a scalar: made of `want`, the dtype the model takes). Errors
-/// name the input: a wrong dtype or a non-array is a `TypeError`.
+/// into one, such as a list or a scalar: made of `want`, the dtype the model takes), or a dict
+/// for an input that is not `tensor_only` (a map). Errors name the input: a wrong dtype or a
+/// non-array is a `TypeError`.
 pub fn read_input<'py>(
     name: &str,
     ob: &Bound<'py, PyAny>,
     want: Option<DType>,
+    tensor_only: bool,
 ) -> PyResult<Input<'py>> {
     let py = ob.py();
+    if let (Ok(d), false) = (ob.cast::<PyDict>(), tensor_only) {
+        return read_map(name, d, want).map(|m| Input::Owned(Value::Map(m)));
+    }
     let np = py.import("numpy")?;
     let array: Bound<'py, PyUntypedArray> = match ob.cast::<PyUntypedArray>() {
         Ok(a) => a.clone(),
@@ -219,6 +225,76 @@ pub fn read_input<'py>(
     let t = Tensor::from_bytes(dtype, &shape, bytes)
         .map_err(|e| PyValueError::new_err(format!("input `{name}`: {e}")))?;
     Ok(Input::Owned(Value::Tensor(t)))
+}
+
+/// A dict as a map: keys all `int` (int64) or all `str`, values of the model's value type
+/// (`want`; float when unknown).
+fn read_map(name: &str, d: &Bound<'_, PyDict>, want: Option<DType>) -> PyResult<MapValue> {
+    let bad = |what: String| PyTypeError::new_err(format!("input `{name}`: {what}"));
+    let n = d.len();
+    let keys = if d.keys().iter().all(|k| k.is_instance_of::<PyString>()) {
+        let k: Vec<String> = d
+            .keys()
+            .iter()
+            .map(|k| k.extract())
+            .collect::<PyResult<_>>()?;
+        Tensor::from_strings(&[n], k)
+    } else {
+        let k: Vec<i64> = d
+            .keys()
+            .iter()
+            .map(|k| k.extract::<i64>())
+            .collect::<PyResult<_>>()
+            .map_err(|_| bad("map keys must be all int or all str".into()))?;
+        Tensor::from_vec(&[n], k)
+    };
+    let values = d.values();
+    let wrong = |_| bad(format!("map values must be {}", ort_type(want)));
+    let values = match want.unwrap_or(DType::Float) {
+        DType::Float => Tensor::from_vec(
+            &[n],
+            values
+                .iter()
+                .map(|v| v.extract::<f32>())
+                .collect::<PyResult<Vec<_>>>()
+                .map_err(wrong)?,
+        ),
+        DType::Double => Tensor::from_vec(
+            &[n],
+            values
+                .iter()
+                .map(|v| v.extract::<f64>())
+                .collect::<PyResult<Vec<_>>>()
+                .map_err(wrong)?,
+        ),
+        DType::Int64 => Tensor::from_vec(
+            &[n],
+            values
+                .iter()
+                .map(|v| v.extract::<i64>())
+                .collect::<PyResult<Vec<_>>>()
+                .map_err(wrong)?,
+        ),
+        DType::String => Tensor::from_strings(
+            &[n],
+            values
+                .iter()
+                .map(|v| v.extract::<String>())
+                .collect::<PyResult<Vec<_>>>()
+                .map_err(wrong)?,
+        ),
+        other => {
+            return Err(bad(format!(
+                "maps of {} values are not supported",
+                ort_type(Some(other))
+            )))
+        }
+    };
+    let (keys, values) = (
+        keys.map_err(|e| bad(e.to_string()))?,
+        values.map_err(|e| bad(e.to_string()))?,
+    );
+    MapValue::new(keys, values).map_err(|e| PyValueError::new_err(format!("input `{name}`: {e}")))
 }
 
 fn read_strings<'py>(

@@ -97,6 +97,8 @@ pub struct InferenceSession {
     input_names: Vec<String>,
     inputs: Vec<Port>,
     input_dtypes: Vec<Option<DType>>,
+    /// Per input: it must be a tensor (a dict is refused rather than read as a map).
+    input_tensor: Vec<bool>,
     outputs: Vec<Port>,
     profiler: Mutex<Option<Arc<Profiler>>>,
 }
@@ -190,6 +192,7 @@ impl InferenceSession {
         Ok(InferenceSession {
             input_names: specs.iter().map(|s| s.name.clone()).collect(),
             input_dtypes: specs.iter().map(|s| s.dtype).collect(),
+            input_tensor: specs.iter().map(|s| s.tensor).collect(),
             inputs,
             outputs,
             path,
@@ -257,7 +260,12 @@ impl InferenceSession {
                     self.input_names.join(", ")
                 )));
             };
-            given[i] = Some(convert::read_input(&name, &v, self.input_dtypes[i])?);
+            given[i] = Some(convert::read_input(
+                &name,
+                &v,
+                self.input_dtypes[i],
+                self.input_tensor[i],
+            )?);
         }
         let missing: Vec<&str> = self
             .input_names

@@ -207,3 +207,22 @@ def test_zipmap_outputs_are_lists_of_dicts_like_onnxruntime(tmp_path):
     got = rge.InferenceSession(path).run(None, {"x": x})[0]
     want = ort_run(path, {"x": x})[0]
     assert got == want
+
+
+def test_dict_inputs_are_maps_like_onnxruntime(tmp_path):
+    """A dict feeds a map input (DictVectorizer's), as onnxruntime takes it."""
+    node = helper.make_node("DictVectorizer", ["x"], ["y"], domain="ai.onnx.ml", string_vocabulary=["c", "b", "a"])
+    map_t = helper.make_map_type_proto(TensorProto.STRING, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    graph = helper.make_graph(
+        [node], "dv", [helper.make_value_info("x", map_t)], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])]
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)], ir_version=9
+    )
+    path = str(tmp_path / "dv.onnx")
+    onnx.save(model, path)
+    feed = {"x": {"a": 1.5, "c": -2.0, "zz": 9.0}}
+    got = rge.InferenceSession(path).run(None, feed)[0]
+    np.testing.assert_array_equal(got, ort_run(path, feed)[0])
+    with pytest.raises(TypeError, match="input `x`: map keys"):
+        rge.InferenceSession(path).run(None, {"x": {1.5: 2.0}})
