@@ -9,24 +9,33 @@ cd "$(dirname "$0")/.."
 bash scripts/gen_onnx_node_tests.sh
 # The ai.onnx.ml (skl2onnx) and com.microsoft suites, onnxruntime's outputs (build/mlvenv).
 bash scripts/gen_ml_ms_tests.sh
-cargo test --workspace
+# rge/mpi: the comm engine's MPI backend and its mpirun tests (Open MPI, installed by .ci/run).
+# Every cargo command below uses the same features, so that the one build serves them all.
+FEATURES=()
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+  FEATURES=(--features rge/mpi)
+else
+  echo "test.sh: Open MPI not found: the comm engine's MPI backend and its mpirun tests are skipped" \
+    "(apt-get install openmpi-bin libopenmpi-dev libclang-dev clang)"
+fi
+cargo test --workspace "${FEATURES[@]}"
 # The Python bindings (python/): built into build/pyvenv, pytest against onnxruntime.
 bash scripts/test_python.sh
 # The ONNX node tests through the whole pipeline; fails below the floor kept in the repo.
-cargo run --quiet -p rge -- conformance build/onnx-node-tests/node --min-pass "$(cat conformance/floor)" | tail -n 12
+cargo run --quiet -p rge "${FEATURES[@]}" -- conformance build/onnx-node-tests/node --min-pass "$(cat conformance/floor)" | tail -n 12
 # Every version of every op of onnx's schema history (all four of its domains) is in the
 # registry.
-cargo run --quiet -p rge -- ops --json > build/rge-ops.json
+cargo run --quiet -p rge "${FEATURES[@]}" -- ops --json > build/rge-ops.json
 build/venv/bin/python scripts/check_opset_history.py build/rge-ops.json --domain ai.onnx \
   --domain ai.onnx.ml --domain ai.onnx.preview.training --domain ai.onnx.preview
 # The onnx wheel's model suites (simple, pytorch-converted, pytorch-operator), with floors.
 bash scripts/gen_onnx_wheel_tests.sh
 while read -r suite floor; do
-  cargo run --quiet -p rge -- conformance "build/onnx-wheel-tests/$suite" --min-pass "$floor" < /dev/null | tail -n 12
+  cargo run --quiet -p rge "${FEATURES[@]}" -- conformance "build/onnx-wheel-tests/$suite" --min-pass "$floor" < /dev/null | tail -n 12
 done < conformance/wheel_floors
 # The ai.onnx.ml and com.microsoft suites: all must pass (the floors are their test counts).
-cargo run --quiet -p rge -- conformance build/ml-ms-tests/ml --min-pass "$(cat conformance/ml_floor)" | tail -n 12
-cargo run --quiet -p rge -- conformance build/ml-ms-tests/ms --min-pass "$(cat conformance/ms_floor)" | tail -n 12
-cargo run --quiet -p rge -- run examples/tiny_cnn.onnx --input image=examples/tiny_cnn_image.npy > /dev/null
+cargo run --quiet -p rge "${FEATURES[@]}" -- conformance build/ml-ms-tests/ml --min-pass "$(cat conformance/ml_floor)" | tail -n 12
+cargo run --quiet -p rge "${FEATURES[@]}" -- conformance build/ml-ms-tests/ms --min-pass "$(cat conformance/ms_floor)" | tail -n 12
+cargo run --quiet -p rge "${FEATURES[@]}" -- run examples/tiny_cnn.onnx --input image=examples/tiny_cnn_image.npy > /dev/null
 cargo run --quiet -p rge-ir --example demo > /dev/null
 echo "examples: ok"

@@ -36,13 +36,21 @@ unsafe impl Send for Comms {}
 // SAFETY: as for Send: shared use is serialized by the lock unless MPI provides Multiple.
 unsafe impl Sync for Comms {}
 
-/// What the watchdog waits on: the deadline and name of the collective in flight.
+/// What the watchdog polls: the collective in flight (its start, name and group), and the
+/// stop flag. A collective only writes its entry (no wake-up: waking the watchdog on every
+/// call cost a context switch per collective, 5% of a 1 MiB all-reduce on 2 cores); the
+/// watchdog looks every [`poll_period`] and ends the process once one has run past the timeout.
 type Watch = Arc<(Mutex<WatchState>, Condvar)>;
 
 #[derive(Default)]
 struct WatchState {
-    current: Option<(Instant, String)>,
+    current: Option<(Instant, &'static str, String)>,
     stop: bool,
+}
+
+/// How often the watchdog looks: a tenth of the timeout, between 10 ms and 250 ms.
+fn poll_period(timeout: Duration) -> Duration {
+    (timeout / 10).clamp(Duration::from_millis(10), Duration::from_millis(250))
 }
 
 /// One process's communicator over MPI.
@@ -51,7 +59,6 @@ pub struct MpiComm {
     groups: Groups,
     rank: usize,
     size: usize,
-    timeout: Duration,
     lock: Mutex<()>,
     watch: Watch,
     watchdog: Option<JoinHandle<()>>,
@@ -106,7 +113,7 @@ impl MpiComm {
         let w = watch.clone();
         let watchdog = std::thread::Builder::new()
             .name(format!("rge-comm-watchdog-{rank}"))
-            .spawn(move || watchdog(&w, rank))
+            .spawn(move || watchdog(&w, rank, timeout))
             .map_err(|e| CommError::Mpi(format!("cannot start the watchdog thread: {e}")))?;
         Ok(MpiComm {
             comms: Comms {
@@ -116,7 +123,6 @@ impl MpiComm {
             groups,
             rank,
             size,
-            timeout,
             lock: Mutex::new(()),
             watch,
             watchdog: Some(watchdog),
@@ -143,19 +149,16 @@ impl MpiComm {
     /// Runs `f` (one collective) under the lock and the watchdog.
     fn guarded<T>(
         &self,
-        what: &str,
+        what: &'static str,
         group: &str,
         f: impl FnOnce() -> CommResult<T>,
     ) -> CommResult<T> {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        {
-            let mut st = self.watch.0.lock().unwrap_or_else(|p| p.into_inner());
-            st.current = Some((
-                Instant::now() + self.timeout,
-                format!("{what} in group `{group}` did not complete within {:.1} s (a rank died, or never reached it)", self.timeout.as_secs_f64()),
-            ));
-            self.watch.1.notify_all();
-        }
+        self.watch
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .current = Some((Instant::now(), what, group.to_string()));
         let r = f();
         self.watch
             .0
@@ -195,25 +198,27 @@ impl MpiComm {
     }
 }
 
-fn watchdog(w: &Watch, rank: usize) {
+fn watchdog(w: &Watch, rank: usize, timeout: Duration) {
     let (lock, cv) = &**w;
+    let period = poll_period(timeout);
     let mut st = lock.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         if st.stop {
             return;
         }
-        match &st.current {
-            None => st = cv.wait(st).unwrap_or_else(|p| p.into_inner()),
-            Some((deadline, what)) => {
-                let now = Instant::now();
-                if now >= *deadline {
-                    eprintln!("rge: comm (rank {rank}, mpi backend): {what}; stopping this rank");
-                    std::process::exit(1);
-                }
-                let d = *deadline - now;
-                st = cv.wait_timeout(st, d).unwrap_or_else(|p| p.into_inner()).0;
+        if let Some((start, what, group)) = &st.current {
+            if start.elapsed() >= timeout {
+                eprintln!(
+                    "rge: comm (rank {rank}, mpi backend): {what} in group `{group}` did not complete within {:.1} s (a rank died, or never reached it); stopping this rank",
+                    timeout.as_secs_f64()
+                );
+                std::process::exit(1);
             }
         }
+        st = cv
+            .wait_timeout(st, period)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
     }
 }
 

@@ -297,24 +297,75 @@ fn bias_after(g: &ComputeGraph, n: NodeId, width: usize) -> Option<(NodeId, Node
 /// A partner found: the bias (Add, constant) after A, the activations between, and B.
 type Partner = (Option<(NodeId, NodeId)>, Vec<NodeId>, NodeId);
 
-/// The partner B of column candidate `a`: reached through a bias Add and activations.
+/// Binary ops that act column by column when their other input is a scalar constant or
+/// another value of the region (the pieces of erf- and tanh-GELU, SiLU, scaled activations).
+const POINTWISE_BINARY: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"];
+
+/// The most nodes a region between a pair may have (GELU written out is 8 or 9).
+const MAX_REGION: usize = 32;
+
+fn is_scalar_const(g: &ComputeGraph, c: NodeId) -> bool {
+    g.op(c).is_some_and(|op| {
+        op.op_type() == op_types::CONST
+            && op
+                .const_value()
+                .is_some_and(|t| t.desc.shape().dims().iter().all(|&d| d == 1))
+    })
+}
+
+/// The partner B of column candidate `a`: reached through a bias Add and a region of
+/// pointwise ops (activations, and binary ops whose other input is a scalar constant or
+/// another value of the region: GELU and SiLU as exporters write them) whose only way out is
+/// B's data input. Slicing A's columns then slices every value of the region the same way.
 fn partner(g: &ComputeGraph, a: NodeId, wa: &Weight) -> Option<Partner> {
     let bias = bias_after(g, a, wa.n);
-    let mut at = bias.map_or(a, |(add, _)| add);
-    let mut chain = Vec::new();
-    loop {
-        let (next, input) = sole_consumer(g, at)?;
-        let t = g.op(next)?.op_type();
-        if (t == "MatMul" || t == "Gemm") && input == 0 {
-            let wb = weight(g, next).ok()?;
-            return (wb.k == wa.n).then_some((bias, chain, next));
-        }
-        if !ACTIVATIONS.contains(&t) || input != 0 || g.node(next)?.in_data_count() != 1 {
+    let start = bias.map_or(a, |(add, _)| add);
+    // The forward closure of pointwise consumers; MatMul/Gemm data inputs end it.
+    let mut region: Vec<NodeId> = Vec::new();
+    let mut exits: Vec<(NodeId, NodeId)> = Vec::new();
+    let mut stack = vec![start];
+    while let Some(x) = stack.pop() {
+        let node = g.node(x)?;
+        if node.out_data_count() != 1 || g.is_output_node(x) {
             return None;
         }
-        chain.push(next);
-        at = next;
+        for peer in node.peers_of_output(0) {
+            let (c, input) = (peer.node, peer.index as usize);
+            if c == start || region.contains(&c) {
+                continue;
+            }
+            let t = g.op(c)?.op_type();
+            if matches!(t, "MatMul" | "Gemm") && input == 0 {
+                exits.push((x, c));
+                continue;
+            }
+            let unary = ACTIVATIONS.contains(&t) && g.node(c)?.in_data_count() == 1;
+            if !(unary || POINTWISE_BINARY.contains(&t)) || region.len() >= MAX_REGION {
+                return None;
+            }
+            region.push(c);
+            stack.push(c);
+        }
     }
+    // One way out, from one value, into B's data input.
+    let [(_, b)] = exits.as_slice() else {
+        return None;
+    };
+    let b = *b;
+    if region.contains(&b) {
+        return None;
+    }
+    // Every input of the region is the region's (or A's) own value or a scalar constant.
+    for &x in &region {
+        for i in 0..g.node(x)?.in_data_count() {
+            let p = producer(g, x, i)?;
+            if !(p == start || region.contains(&p) || is_scalar_const(g, p)) {
+                return None;
+            }
+        }
+    }
+    let wb = weight(g, b).ok()?;
+    (wb.k == wa.n).then_some((bias, region, b))
 }
 
 fn part(len: usize, r: usize, n: usize) -> (usize, usize) {

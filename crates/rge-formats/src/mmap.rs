@@ -85,6 +85,26 @@ impl FileBytes {
     }
 }
 
+impl FileBytes {
+    /// True when `slice` lies in this file's map.
+    pub fn contains(&self, slice: &[u8]) -> bool {
+        self.map.as_ref().is_some_and(|map| {
+            let (base, start) = (map.as_ptr() as usize, slice.as_ptr() as usize);
+            start >= base && start + slice.len() <= base + map.len()
+        })
+    }
+
+    /// Hands every page of the map back to the OS (slices still alive read them in again).
+    pub fn release_pages(&self) {
+        if let Some(map) = &self.map {
+            // SAFETY: as in `owned_aligned`: a read-only shared map; dropping its pages loses
+            // nothing, a later read faults them in again from the page cache.
+            #[allow(unsafe_code)]
+            let _ = unsafe { map.unchecked_advise(UncheckedAdvice::DontNeed) };
+        }
+    }
+}
+
 /// An owned, 16-byte-aligned copy of `b`.
 fn aligned_copy(b: &[u8]) -> Bytes {
     let mut words = vec![0u128; b.len().div_ceil(WEIGHT_ALIGN)];

@@ -594,3 +594,38 @@ fn external_data_is_read_from_the_model_directory() {
     let e = onnx::import_bytes(Bytes::from(m.encode_to_vec()), "<memory>").unwrap_err();
     assert!(e.to_string().contains("no directory"), "{e}");
 }
+
+#[test]
+fn mapped_import_leaves_weights_in_the_file_until_owned() {
+    let dir = temp_dir("mapped");
+    // A weight larger than the map threshold (64 KiB) and the own threshold (4 KiB).
+    let values: Vec<f32> = (0..32 * 1024).map(|i| i as f32 * 0.5).collect();
+    let w = f32_tensor("w", &[32, 1024], &values);
+    let m = model(
+        graph(
+            "mapped",
+            vec![node("Relu", "r", &["w"], &["y"])],
+            vec![],
+            vec![],
+            vec![w],
+        ),
+        13,
+    );
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, m.encode_to_vec()).unwrap();
+    let owned = onnx::import_file(&path).unwrap();
+    let (mut mapped, file) = onnx::import_file_mapped(&path).unwrap();
+    let weight = |g: &ComputeGraph| tensor(g, find(g, g.root(), "w")).data.clone();
+    assert!(file.contains(&weight(&mapped.graph)), "a slice of the map");
+    assert!(
+        !file.contains(&weight(&owned.graph)),
+        "import_file owns its copy"
+    );
+    assert_eq!(weight(&mapped.graph), weight(&owned.graph));
+    onnx::own_weights(&mut mapped.graph, &file);
+    let w = weight(&mapped.graph);
+    assert!(!file.contains(&w), "owned after own_weights");
+    assert_eq!(w.as_ptr().align_offset(16), 0);
+    assert_eq!(w, weight(&owned.graph));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -38,6 +38,8 @@ pub struct EngineArgs {
     /// How control flow runs: `nested` (subgraph programs) or `rts` (the flat program of the
     /// rts engine); `None`: the default, [`DEFAULT_CONTROL_FLOW`].
     pub control_flow: Option<String>,
+    /// The communicator of this rank for the `comm` engine (`None`: a world of one).
+    pub comm: Option<Arc<dyn rge_comm::Communicator>>,
 }
 
 /// The default of `--control-flow`: `rts`, the faster as measured by `bench/control_flow.sh`
@@ -89,6 +91,11 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
         rge_cpu_tf::cpu_tf_engine(&crate::kernels::default_kernels())
             .map_err(|e| RuntimeError::Compile(e.to_string()))?,
     );
+    let comm = args
+        .comm
+        .clone()
+        .unwrap_or_else(|| Arc::new(rge_comm::solo()));
+    b.register(rge_comm::comm_engine(comm).map_err(|e| RuntimeError::Compile(e.to_string()))?);
     for p in &args.plugins {
         b.load_plugin(p)?;
     }

@@ -63,6 +63,34 @@ struct ExecOpts {
     threads: Option<usize>,
 }
 
+/// Distributed runs (`mpirun -np N rge run …`; docs/comm-engine.md).
+#[derive(clap::Args, Debug, Clone, Default)]
+struct DistOpts {
+    /// Split the batch (dim 0 of every input) across the ranks; outputs gathered on rank 0.
+    #[arg(long, conflicts_with = "check")]
+    data_parallel: bool,
+    /// Shard MatMul/Gemm weights across N ranks (N = the number of ranks).
+    #[arg(long, value_name = "N", conflicts_with = "check")]
+    tensor_parallel: Option<usize>,
+    /// NAME=R0,R1,…: a group of ranks for the collectives' `group` attribute; repeatable.
+    #[arg(long = "comm-group", value_name = "NAME=RANKS")]
+    comm_groups: Vec<String>,
+    /// Seconds a collective waits for the other ranks before failing [default: 60].
+    #[arg(long, value_name = "SECS")]
+    comm_timeout: Option<f64>,
+}
+
+impl DistOpts {
+    fn args(self) -> cli::distributed::DistArgs {
+        cli::distributed::DistArgs {
+            data_parallel: self.data_parallel,
+            tensor_parallel: self.tensor_parallel,
+            groups: self.comm_groups,
+            timeout: self.comm_timeout,
+        }
+    }
+}
+
 /// Random inputs of `run` and `bench`.
 #[derive(clap::Args, Debug, Clone)]
 struct RandomOpts {
@@ -94,6 +122,7 @@ impl EngineOpts {
             optimization: self.optimization,
             disable_passes: self.disable_passes,
             control_flow: self.control_flow,
+            comm: None,
         }
     }
 }
@@ -143,6 +172,9 @@ enum Command {
         /// Write an HTML page with the partitioned graph as SVG.
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Explain rank 0's shard of an N-rank tensor-parallel run (docs/comm-engine.md).
+        #[arg(long, value_name = "N")]
+        tensor_parallel: Option<usize>,
         #[command(flatten)]
         engines: EngineOpts,
     },
@@ -198,6 +230,8 @@ enum Command {
         /// --check: absolute tolerance [default: 1e-5].
         #[arg(long, requires = "check")]
         atol: Option<f64>,
+        #[command(flatten)]
+        dist: DistOpts,
         #[command(flatten)]
         engines: EngineOpts,
     },
@@ -299,8 +333,14 @@ fn main() -> ExitCode {
             file,
             json,
             html,
+            tensor_parallel,
             engines,
-        } => cli::explain::run(&file, &engines.args(), json, html.as_deref()),
+        } => match tensor_parallel {
+            Some(n) => {
+                cli::explain::run_tensor_parallel(&file, &engines.args(), json, html.as_deref(), n)
+            }
+            None => cli::explain::run(&file, &engines.args(), json, html.as_deref()),
+        },
         Command::Partition {
             file,
             engines,
@@ -319,6 +359,7 @@ fn main() -> ExitCode {
             check,
             rtol,
             atol,
+            dist,
             engines,
         } => match (check, model) {
             (Some(dir), _) => cli::run::executor_of(Some(&exec.executor), exec.threads).and_then(
@@ -333,8 +374,8 @@ fn main() -> ExitCode {
                     })
                 },
             ),
-            (None, Some(model)) => cli::run::run_with_shapes(
-                &cli::run::RunArgs {
+            (None, Some(model)) => {
+                let run = cli::run::RunArgs {
                     model,
                     inputs,
                     output_dir,
@@ -343,9 +384,14 @@ fn main() -> ExitCode {
                     profile,
                     engines: engines.args(),
                     random: random.args(),
-                },
-                &shapes,
-            ),
+                };
+                let dist = dist.args();
+                if dist.active() || cli::distributed::under_mpi() {
+                    cli::distributed::run(&run, &shapes, &dist)
+                } else {
+                    cli::run::run_with_shapes(&run, &shapes)
+                }
+            }
             (None, None) => Err(cli::CliError::new("run: give a model, or --check DIR")),
         },
         Command::Bench {

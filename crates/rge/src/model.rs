@@ -131,6 +131,20 @@ pub fn load(path: &Path) -> Result<(Model, FileFormat), ModelError> {
     Ok((model, format))
 }
 
+/// [`load`], but an ONNX model's inline weights stay slices of the mapped file, returned beside
+/// it (`rge_formats::onnx::import_file_mapped`): for the tensor-parallel pass, which keeps a
+/// part of each weight; `rge_formats::onnx::own_weights` after it. Other formats load as
+/// [`load`] does (no file returned).
+pub fn load_mapped(
+    path: &Path,
+) -> Result<(Model, Option<rge_formats::mmap::FileBytes>), ModelError> {
+    if FileFormat::from_path(path).ok() == Some(FileFormat::Onnx) {
+        let (m, file) = onnx::import_file_mapped(path)?;
+        return Ok((Model::Onnx(check_opsets(path, m)?), Some(file)));
+    }
+    load(path).map(|(m, _)| (m, None))
+}
+
 /// Refuses an ONNX model importing a default-domain opset newer than [`NEWEST_ONNX_OPSET`].
 pub fn check_opsets(path: &Path, m: OnnxModel) -> Result<OnnxModel, ModelError> {
     for (domain, version) in &m.opset_imports {

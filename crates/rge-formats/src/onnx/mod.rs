@@ -34,6 +34,8 @@ use bytes::Bytes;
 use prost::Message;
 use rge_ir::ComputeGraph;
 
+use crate::mmap::FileBytes;
+
 pub use error::{OnnxError, Result};
 pub use tensor::{decode_strings, encode_strings};
 
@@ -138,6 +140,50 @@ pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
     })?;
     let ext = external::External::new(Some(dir)).with_model_file(file);
     import_proto_with(&model, &origin, ext)
+}
+
+/// Reads and imports an ONNX file, leaving its inline weights as slices of the mapped file
+/// (returned beside the model): nothing of a weight is in memory until it is read. For passes
+/// that keep only part of each weight (the comm engine's tensor-parallel sharding), so that
+/// the parts another process keeps are never read here; call [`own_weights`] after them.
+pub fn import_file_mapped(path: impl AsRef<Path>) -> Result<(OnnxModel, FileBytes)> {
+    let path = path.as_ref();
+    let origin = path.display().to_string();
+    let file = crate::mmap::open_file(path).map_err(|source| OnnxError::Io {
+        file: origin.clone(),
+        source,
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let model = ModelProto::decode(file.bytes().clone()).map_err(|source| OnnxError::Decode {
+        file: origin.clone(),
+        source,
+    })?;
+    let m = import_proto_with(&model, &origin, external::External::new(Some(dir)))?;
+    Ok((m, file))
+}
+
+/// Gives every constant of `graph` (subgraphs too) that is still a slice of `file` its one
+/// owned, aligned copy, then hands every page of the file back to the OS: after a pass that
+/// replaced some weights by parts of them, what is left is in memory once and the parts read
+/// for the pass are not kept. Constants of other memory are left as they are.
+pub fn own_weights(graph: &mut ComputeGraph, file: &FileBytes) {
+    let mut graphs = vec![graph.root()];
+    graphs.extend_from_slice(graph.subgraphs());
+    for g in graphs {
+        let nodes: Vec<_> = graph.nodes_of(g).collect();
+        for n in nodes {
+            let Some(op) = graph.op_mut(n) else { continue };
+            if let Some(rge_ir::AttrValue::Tensor(t)) = op.attrs_mut().get_mut("value") {
+                if file.contains(&t.data) {
+                    t.data = file.owned_aligned(&t.data);
+                }
+            }
+        }
+    }
+    file.release_pages();
 }
 
 /// Imports a model from memory. `origin` names the model in messages; when it is the path of an

@@ -34,6 +34,63 @@ pub fn run(file: &Path, engines: &EngineArgs, as_json: bool, html: Option<&Path>
     })
 }
 
+/// `rge explain --tensor-parallel N`: the report of rank 0's shard of the model
+/// (`rge_comm::tensor_parallel`): which nodes were split, by rows or columns, and the
+/// collectives inserted, placed like every node.
+pub fn run_tensor_parallel(
+    file: &Path,
+    engines: &EngineArgs,
+    as_json: bool,
+    html: Option<&Path>,
+    ranks: usize,
+) -> CliResult {
+    if ranks == 0 {
+        return Err(CliError::new(
+            "option `--tensor-parallel`: must be at least 1",
+        ));
+    }
+    let (m, _) = crate::model::load(file)?;
+    let mut graph = super::run::graph_of(m);
+    let shard = rge_comm::tensor_parallel::shard(&mut graph, 0, ranks)
+        .map_err(|e| CliError::new(format!("{}: --tensor-parallel: {e}", file.display())))?;
+    // Rank 0 of a world of `ranks` (nothing is communicated while explaining).
+    let world = rge_comm::local_world(rge_comm::Groups::world(ranks), rge_comm::DEFAULT_TIMEOUT);
+    let comm: std::sync::Arc<dyn rge_comm::Communicator> = std::sync::Arc::new(
+        world
+            .into_iter()
+            .next()
+            .ok_or_else(|| CliError::new("a world without ranks"))?,
+    );
+    let engines = EngineArgs {
+        comm: Some(comm),
+        ..engines.clone()
+    };
+    let set = crate::engines::engine_set(&engines)?;
+    let compiled = set
+        .pipeline()
+        .compile(graph)
+        .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    let report = explain(
+        &set,
+        &compiled,
+        &format!(
+            "{} (tensor parallel, rank 0 of {ranks}: {})",
+            file.display(),
+            shard.summary()
+        ),
+    )
+    .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    if let Some(out) = html {
+        std::fs::write(out, crate::explain::render_html(&report))
+            .map_err(|e| CliError::new(format!("{}: {e}", out.display())))?;
+    }
+    Ok(if as_json {
+        super::engines::pretty(report.to_json())
+    } else {
+        crate::explain::render_text(&report)
+    })
+}
+
 fn is_constant(op_type: &str) -> bool {
     matches!(op_type, "Const" | "Constant")
 }
@@ -123,6 +180,15 @@ pub fn explain(
             if let Some((pass, from)) = v.split_first() {
                 notes.push(format!("made by pass `{pass}` from: {}", from.join(", ")));
             }
+        }
+        if let Some(rge_ir::AttrValue::String(v)) =
+            op.attrs().get(rge_comm::tensor_parallel::TP_ATTR)
+        {
+            notes.push(format!("tensor parallel: {v}"));
+        }
+        if op.op_type().starts_with("Hcom") {
+            let group = op.attrs().get_str("group").ok().flatten().unwrap_or("");
+            notes.push(format!("collective over group `{group}`"));
         }
         if compiled.placement.get(n).is_some() {
             notes.push(compiled.placement.reason(graph, n));

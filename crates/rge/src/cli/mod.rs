@@ -5,6 +5,7 @@ pub mod check;
 pub mod compile;
 pub mod conformance;
 pub mod convert;
+pub mod distributed;
 pub mod engines;
 pub mod explain;
 pub mod inputs;

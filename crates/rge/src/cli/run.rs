@@ -105,7 +105,7 @@ fn summary(t: &Tensor) -> String {
     }
 }
 
-fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::Tensor(t) => format!("{}{:?} {}", t.dtype(), t.shape(), summary(t)),
         Value::Sequence { elem, items } => format!("sequence<{elem}> of {}", items.len()),
