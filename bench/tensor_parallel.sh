@@ -59,8 +59,8 @@ for n in 1 2 4; do
   fi
   for ((r = 0; r < n; r++)); do
     rss=$(( $(tail -n 1 "$OUT/tp$n/rss.$r") / 1024 ))
-    w=$(grep -o 'sharded weights [0-9]* of [0-9]*' "$OUT/tp$n/log.0" | awk '{printf "%.1f of %.1f", $3/1048576, $5/1048576}')
-    ms=$(grep -o 'run [0-9.]* ms' "$OUT/tp$n/log.0" | awk '{print $2}')
+    w=$(grep -o 'sharded weights [0-9]* of [0-9]*' "$OUT/tp$n/log.0" | awk '{printf "%.1f of %.1f", $3/1048576, $5/1048576}' || true)
+    ms=$(grep -o 'run [0-9.]* ms' "$OUT/tp$n/log.0" | awk '{print $2}' || true)
     err=-
     if [ "$r" = 0 ]; then
       err=$(build/venv/bin/python -c "

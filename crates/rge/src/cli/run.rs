@@ -79,28 +79,45 @@ pub fn build(s: &Session, path: &Path) -> Result<Arc<Model>, CliError> {
         .map_err(|e| CliError::new(format!("{}: {e}", path.display())))
 }
 
+/// The first values, and min/max/mean: only the six shown are formatted, and f32 data is read
+/// in place (a model's logits are millions of values; formatting all of them cost GPT-2's run
+/// 230 MB of transient memory).
 fn summary(t: &Tensor) -> String {
-    let head = |v: Vec<String>| {
-        let more = if v.len() > 6 { ", …" } else { "" };
-        format!(
-            "[{}{more}]",
-            v.into_iter().take(6).collect::<Vec<_>>().join(", ")
-        )
+    let head = |shown: Vec<String>, total: usize| {
+        let more = if total > 6 { ", …" } else { "" };
+        format!("[{}{more}]", shown.join(", "))
     };
     if let TensorData::Strings(s) = t.data() {
-        return head(s.iter().map(|x| format!("{x:?}")).collect());
+        return head(
+            s.iter().take(6).map(|x| format!("{x:?}")).collect(),
+            s.len(),
+        );
+    }
+    let numbers = |v: &mut dyn Iterator<Item = f64>, total: usize| {
+        if total == 0 {
+            return "[]".to_string();
+        }
+        let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+        let mut shown = Vec::with_capacity(6);
+        for x in v {
+            if shown.len() < 6 {
+                shown.push(format!("{x:.6}"));
+            }
+            min = min.min(x);
+            max = max.max(x);
+            sum += x;
+        }
+        let mean = sum / total as f64;
+        format!(
+            "{} min {min:.6} max {max:.6} mean {mean:.6}",
+            head(shown, total)
+        )
+    };
+    if let Ok(v) = t.as_slice::<f32>() {
+        return numbers(&mut v.iter().map(|&x| f64::from(x)), v.len());
     }
     match t.view().to_f64_vec() {
-        Ok(v) if !v.is_empty() => {
-            let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            format!(
-                "{} min {min:.6} max {max:.6} mean {mean:.6}",
-                head(v.iter().map(|x| format!("{x:.6}")).collect())
-            )
-        }
-        Ok(_) => "[]".into(),
+        Ok(v) => numbers(&mut v.iter().copied(), v.len()),
         Err(_) => format!("({} bytes)", t.dtype().bytes_for(t.len())),
     }
 }
