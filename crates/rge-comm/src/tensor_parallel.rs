@@ -136,6 +136,7 @@ fn slice_const(
     by_rows: bool,
     lo: usize,
     hi: usize,
+    read: &mut dyn FnMut(&[u8]),
 ) -> Result<(), String> {
     let op = g.op(c).ok_or("no const")?;
     let t = op.const_value().ok_or("not a constant")?.clone();
@@ -162,6 +163,7 @@ fn slice_const(
             vec![rows as i64, (hi - lo) as i64]
         }
     };
+    read(&t.data);
     let mut desc = t.desc.clone();
     desc.set_shape(Shape::new(new_dims));
     let opm = g.op_mut(c).ok_or("no const")?;
@@ -374,6 +376,18 @@ fn part(len: usize, r: usize, n: usize) -> (usize, usize) {
 
 /// Shards the root graph of `g` for rank `rank` of `n`.
 pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport, String> {
+    shard_with(g, rank, n, &mut |_| {})
+}
+
+/// [`shard`], calling `read` with the bytes of each weight it replaced by a part (a caller
+/// whose weights are still in a mapped file hands their pages back: a column split reads
+/// every page of the weight).
+pub fn shard_with(
+    g: &mut ComputeGraph,
+    rank: usize,
+    n: usize,
+    read: &mut dyn FnMut(&[u8]),
+) -> Result<ShardReport, String> {
     if n == 0 || rank >= n {
         return Err(format!("rank {rank} of {n} ranks"));
     }
@@ -409,19 +423,19 @@ pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport,
         if let Some((bias, chain, b)) = pair {
             let wb = weight(g, b)?;
             let (c0, c1) = part(wa.n, rank, n);
-            slice_const(g, wa.konst, wa.transposed, c0, c1)?;
+            slice_const(g, wa.konst, wa.transposed, c0, c1, read)?;
             if let Some((add, c)) = bias {
-                slice_const(g, c, false, c0, c1)?;
+                slice_const(g, c, false, c0, c1, read)?;
                 forget_shapes(g, add);
             }
-            shard_gemm_bias(g, a, c0, c1)?;
+            shard_gemm_bias(g, a, c0, c1, read)?;
             forget_shapes(g, a);
             for &x in &chain {
                 forget_shapes(g, x);
             }
             rep.weight_bytes_local += elem_bytes(g, wa.konst);
             rep.weight_bytes_full += elem_bytes_full(&wb, g);
-            slice_const(g, wb.konst, !wb.transposed, c0, c1)?;
+            slice_const(g, wb.konst, !wb.transposed, c0, c1, read)?;
             rep.weight_bytes_local += elem_bytes(g, wb.konst);
             gemm_bias_on_rank0(g, b, rank);
             mark(
@@ -448,7 +462,7 @@ pub fn shard(g: &mut ComputeGraph, rank: usize, n: usize) -> Result<ShardReport,
         }
         let (r0, r1) = part(wa.k, rank, n);
         slice_input(g, a, r0, r1)?;
-        slice_const(g, wa.konst, !wa.transposed, r0, r1)?;
+        slice_const(g, wa.konst, !wa.transposed, r0, r1, read)?;
         rep.weight_bytes_local += elem_bytes(g, wa.konst);
         gemm_bias_on_rank0(g, a, rank);
         mark(
@@ -468,7 +482,13 @@ fn elem_bytes_full(w: &Weight, g: &ComputeGraph) -> u64 {
 }
 
 /// A column-split Gemm's bias C ([N]) keeps its columns.
-fn shard_gemm_bias(g: &mut ComputeGraph, a: NodeId, c0: usize, c1: usize) -> Result<(), String> {
+fn shard_gemm_bias(
+    g: &mut ComputeGraph,
+    a: NodeId,
+    c0: usize,
+    c1: usize,
+    read: &mut dyn FnMut(&[u8]),
+) -> Result<(), String> {
     if g.op(a).map(OpDesc::op_type) != Some("Gemm") {
         return Ok(());
     }
@@ -480,7 +500,7 @@ fn shard_gemm_bias(g: &mut ComputeGraph, a: NodeId, c0: usize, c1: usize) -> Res
         .and_then(OpDesc::const_value)
         .is_some_and(|t| t.desc.shape().dims().len() == 1 && t.desc.shape().dims()[0] > 1);
     if one_d {
-        slice_const(g, c, false, c0, c1)
+        slice_const(g, c, false, c0, c1, read)
     } else {
         Err(format!(
             "Gemm `{}`: a column split needs a 1-D constant bias",

@@ -64,28 +64,34 @@ impl FileBytes {
             return slice.clone();
         }
         let copy = aligned_copy(slice);
-        if let Some(map) = &self.map {
-            let base = map.as_ptr() as usize;
-            let start = slice.as_ptr() as usize;
-            if start >= base && start + slice.len() <= base + map.len() {
-                let first = (start - base).next_multiple_of(PAGE);
-                let end = (start - base + slice.len()) / PAGE * PAGE;
-                if end > first {
-                    // SAFETY: the map is read-only and shared (`Mmap::map`): dropping its pages
-                    // loses nothing, a later read of them faults them in again from the page
-                    // cache. The advice is only about residency; an error is a missed saving.
-                    #[allow(unsafe_code)]
-                    let _ = unsafe {
-                        map.unchecked_advise_range(UncheckedAdvice::DontNeed, first, end - first)
-                    };
-                }
-            }
-        }
+        self.hand_back(slice);
         copy
     }
 }
 
 impl FileBytes {
+    /// Hands the file's pages wholly under `slice` back to the OS, when `slice` lies in the map
+    /// (a slice still alive reads them in again): for bytes that were read once and are no
+    /// longer needed.
+    pub fn hand_back(&self, slice: &[u8]) {
+        let Some(map) = &self.map else { return };
+        let base = map.as_ptr() as usize;
+        let start = slice.as_ptr() as usize;
+        if start >= base && start + slice.len() <= base + map.len() {
+            let first = (start - base).next_multiple_of(PAGE);
+            let end = (start - base + slice.len()) / PAGE * PAGE;
+            if end > first {
+                // SAFETY: the map is read-only and shared (`Mmap::map`): dropping its pages
+                // loses nothing, a later read of them faults them in again from the page
+                // cache. The advice is only about residency; an error is a missed saving.
+                #[allow(unsafe_code)]
+                let _ = unsafe {
+                    map.unchecked_advise_range(UncheckedAdvice::DontNeed, first, end - first)
+                };
+            }
+        }
+    }
+
     /// True when `slice` lies in this file's map.
     pub fn contains(&self, slice: &[u8]) -> bool {
         self.map.as_ref().is_some_and(|map| {
@@ -105,38 +111,14 @@ impl FileBytes {
     }
 }
 
-/// Copies at least this large get pages of their own (an anonymous map) rather than heap
-/// memory: most weights are freed once a kernel has packed them, and freed heap memory stays
-/// with the process (the allocators keep it for reuse, and it sits between the packed copies
-/// made meanwhile), so a model's peak RSS held its weights twice: GPT-2 1.14 GB for a heap
-/// peak of 0.68 GB. An unmapped copy goes back to the OS when it is dropped.
-const OWN_PAGES_THRESHOLD: usize = 1 << 20;
-
-/// An owned, 16-byte-aligned copy of `b` (page-aligned, in pages of its own, when large).
+/// An owned, 16-byte-aligned copy of `b`.
 fn aligned_copy(b: &[u8]) -> Bytes {
-    if b.len() >= OWN_PAGES_THRESHOLD {
-        if let Ok(mut map) = memmap2::MmapMut::map_anon(b.len()) {
-            map.copy_from_slice(b);
-            if let Ok(map) = map.make_read_only() {
-                return Bytes::from_owner(AnonPages(map));
-            }
-        }
-    }
     let mut words = vec![0u128; b.len().div_ceil(WEIGHT_ALIGN)];
     bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..b.len()].copy_from_slice(b);
     Bytes::from_owner(AlignedBytes {
         words,
         len: b.len(),
     })
-}
-
-/// The owner of a large copy: pages of its own, unmapped when dropped.
-struct AnonPages(Mmap);
-
-impl AsRef<[u8]> for AnonPages {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 /// The owner of an aligned copy.
@@ -192,9 +174,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rge-mmap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("w.bin");
-        let data: Vec<u8> = (0..(OWN_PAGES_THRESHOLD as u32 + 4096))
-            .map(|i| (i * 7 % 251) as u8)
-            .collect();
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(&path, &data).unwrap();
         let f = open_file(&path).unwrap();
         assert!(f.map.is_some());
@@ -205,11 +185,6 @@ mod tests {
         assert_eq!(owned.as_ptr().align_offset(WEIGHT_ALIGN), 0);
         // The pages handed back read the same when touched again.
         assert_eq!(&f.bytes()[..], &data[..]);
-        // A copy of 1 MiB or more has pages of its own.
-        let large = f.bytes().slice(1..OWN_PAGES_THRESHOLD + 1);
-        let pages = f.owned_aligned(&large);
-        assert_eq!(pages, large);
-        assert_eq!(pages.as_ptr() as usize % PAGE, 0);
         let small = f.bytes().slice(5..100);
         assert_eq!(f.owned_aligned(&small).as_ptr(), small.as_ptr());
         std::fs::remove_dir_all(&dir).unwrap();

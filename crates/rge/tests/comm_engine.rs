@@ -365,7 +365,13 @@ fn check_tensor_parallel(m: &rge_formats::onnx_proto::ModelProto, columns: usize
             move |comm| {
                 let rank = comm.rank();
                 let mut g = graph_of(&m);
-                let rep = rge_comm::tensor_parallel::shard(&mut g, rank, n).unwrap();
+                let mut read = 0u64;
+                let rep = rge_comm::tensor_parallel::shard_with(&mut g, rank, n, &mut |b| {
+                    read += b.len() as u64
+                })
+                .unwrap();
+                // Every sharded weight (and bias) was reported read: its pages can go back.
+                assert!(read >= rep.weight_bytes_full, "{read} {rep:?}");
                 let model = session_on(comm, ExecutorKind::Stream)
                     .compile_graph(g)
                     .unwrap();

@@ -214,7 +214,13 @@ pub fn run_on(
     super::shape_args::apply(&mut g, &super::shape_args::parse(&fixed)?)
         .map_err(|e| rank_error(&*comm, e.message))?;
     if let Some(tp) = dist.tensor_parallel {
-        let report = rge_comm::tensor_parallel::shard(&mut g, rank, tp)
+        // Each weight's pages go back as soon as this rank's part is copied out of them.
+        let mut hand_back = |b: &[u8]| {
+            if let Some(file) = &mapped {
+                file.hand_back(b);
+            }
+        };
+        let report = rge_comm::tensor_parallel::shard_with(&mut g, rank, tp, &mut hand_back)
             .map_err(|e| rank_error(&*comm, e))?;
         let _ = writeln!(out, "tensor parallel: {tp} ranks; {}", report.summary());
         if let Some(file) = mapped.take() {
