@@ -62,6 +62,9 @@ pub struct MpiComm {
     lock: Mutex<()>,
     watch: Watch,
     watchdog: Option<JoinHandle<()>>,
+    /// Closes the signal thread's iterator when the communicator is dropped.
+    signals: signal_hook::iterator::Handle,
+    signal_thread: Option<JoinHandle<()>>,
     // Dropped last: finalizes MPI after every communicator above is freed.
     _universe: mpi::environment::Universe,
 }
@@ -115,6 +118,7 @@ impl MpiComm {
             .name(format!("rge-comm-watchdog-{rank}"))
             .spawn(move || watchdog(&w, rank, timeout))
             .map_err(|e| CommError::Mpi(format!("cannot start the watchdog thread: {e}")))?;
+        let (signals, signal_thread) = stop_reporter(watch.clone(), rank, size)?;
         Ok(MpiComm {
             comms: Comms {
                 world,
@@ -126,6 +130,8 @@ impl MpiComm {
             lock: Mutex::new(()),
             watch,
             watchdog: Some(watchdog),
+            signals,
+            signal_thread: Some(signal_thread),
             _universe: universe,
         })
     }
@@ -222,8 +228,47 @@ fn watchdog(w: &Watch, rank: usize, timeout: Duration) {
     }
 }
 
+/// A thread that reports where this rank was when the launcher stopped it (SIGTERM, SIGINT or
+/// SIGHUP: `mpirun` ends the job's other ranks so when one of them dies), then ends it: every
+/// surviving rank says which collective it was waiting in, not only mpirun.
+fn stop_reporter(
+    watch: Watch,
+    rank: usize,
+    size: usize,
+) -> CommResult<(signal_hook::iterator::Handle, JoinHandle<()>)> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(|e| CommError::Mpi(format!("cannot watch for signals: {e}")))?;
+    let handle = signals.handle();
+    let thread = std::thread::Builder::new()
+        .name(format!("rge-comm-signals-{rank}"))
+        .spawn(move || {
+            // Ends when the handle is closed (the communicator dropped).
+            if let Some(sig) = signals.forever().next() {
+                let st = watch.0.lock().unwrap_or_else(|p| p.into_inner());
+                let doing = match &st.current {
+                    Some((start, what, group)) => format!(
+                        "while waiting {:.1} s in {what} in group `{group}`",
+                        start.elapsed().as_secs_f64()
+                    ),
+                    None => "between collectives".to_string(),
+                };
+                eprintln!(
+                    "rge: comm (rank {rank} of {size}, mpi backend): stopped by signal {sig} {doing} (another rank ended, or the job was stopped)"
+                );
+                std::process::exit(128 + sig);
+            }
+        })
+        .map_err(|e| CommError::Mpi(format!("cannot start the signal thread: {e}")))?;
+    Ok((handle, thread))
+}
+
 impl Drop for MpiComm {
     fn drop(&mut self) {
+        self.signals.close();
+        if let Some(h) = self.signal_thread.take() {
+            let _ = h.join();
+        }
         self.watch.0.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
         self.watch.1.notify_all();
         if let Some(h) = self.watchdog.take() {
