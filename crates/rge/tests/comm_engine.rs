@@ -11,23 +11,13 @@ mod net;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use net::{a_float, a_int, graph_of, Net, F32};
+use net::{a_float, a_int, a_str, graph_of, Net, F32};
 use rge::cli::distributed::{run_on, DistArgs};
 use rge::cli::run::RunArgs;
 use rge::engines::{engine_set, EngineArgs};
 use rge_comm::{local_world, Communicator, Groups};
-use rge_formats::onnx_proto::{attribute_proto::AttributeType, AttributeProto};
 use rge_kernels::{Tensor, Value};
 use rge_runtime::{ExecutorKind, Model, Session, SessionOptions};
-
-fn a_str(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: AttributeType::String as i32,
-        s: v.as_bytes().to_vec().into(),
-        ..Default::default()
-    }
-}
 
 fn session_on(comm: Arc<dyn Communicator>, executor: ExecutorKind) -> Session {
     let set = engine_set(&EngineArgs {

@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use net::{a_float, Net, F32};
+use net::{a_float, a_str, Net, F32};
 use prost::Message;
-use rge_formats::onnx_proto::{attribute_proto::AttributeType, AttributeProto};
 use rge_kernels::Tensor;
 
 const RGE: &str = env!("CARGO_BIN_EXE_rge");
@@ -51,21 +50,21 @@ fn launch(np: usize, args: &[&str]) -> (Output, Duration) {
     (out, t0.elapsed())
 }
 
+/// Two ranks of the shell command `line`: the job fails within 40 s; its output.
+fn fails_in_bounded_time(line: &str) -> String {
+    let (o, took) = launch(2, &["sh", "-c", line]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(took < Duration::from_secs(40), "took {took:?}: {t}");
+    t
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn a_str(name: &str, v: &str) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: AttributeType::String as i32,
-        s: v.as_bytes().to_vec().into(),
-        ..Default::default()
-    }
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -209,10 +208,7 @@ fn faults_end_every_rank_with_an_error_in_bounded_time() {
         ar.display(),
         dir.display()
     );
-    let (o, took) = launch(2, &["sh", "-c", &line]);
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(took < Duration::from_secs(60));
+    let t = fails_in_bounded_time(&line);
     assert_eq!(
         t.matches("rank 1 gave 16 bytes where rank 0 gave 12")
             .count(),
@@ -230,10 +226,7 @@ fn faults_end_every_rank_with_an_error_in_bounded_time() {
         ar.display(),
         dir.display()
     );
-    let (o, took) = launch(2, &["sh", "-c", &line]);
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(took < Duration::from_secs(40), "took {took:?}");
+    let t = fails_in_bounded_time(&line);
     assert!(
         t.contains("HcomAllReduce in group `hccl_world_group` did not complete within 2.0 s"),
         "{t}"
@@ -244,10 +237,7 @@ fn faults_end_every_rank_with_an_error_in_bounded_time() {
         ar.display(),
         dir.display()
     );
-    let (o, took) = launch(2, &["sh", "-c", &line]);
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(took < Duration::from_secs(40), "took {took:?}");
+    let t = fails_in_bounded_time(&line);
     // mpirun names the rank and its signal, or (racing its own abort) says one process failed.
     assert!(
         (t.contains("rank 1") && t.contains("signal 9"))
@@ -262,10 +252,7 @@ fn faults_end_every_rank_with_an_error_in_bounded_time() {
         ar.display(),
         dir.display()
     );
-    let (o, took) = launch(2, &["sh", "-c", &line]);
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(took < Duration::from_secs(40), "took {took:?}");
+    let t = fails_in_bounded_time(&line);
     // (On a loaded machine rank 0 may still be compiling: then it says "between collectives".)
     assert!(
         t.contains("rge: comm (rank 0 of 2, mpi backend): stopped by signal 15"),

@@ -123,21 +123,8 @@ pub fn tensor_to_proto(
 
 /// Reads and imports an ONNX file. External data is resolved in the file's directory.
 pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
-    let path = path.as_ref();
-    let origin = path.display().to_string();
     // Mapped, not read: each weight is copied once out of the map, its pages handed back.
-    let file = crate::mmap::open_file(path).map_err(|source| OnnxError::Io {
-        file: origin.clone(),
-        source,
-    })?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let model = ModelProto::decode(file.bytes().clone()).map_err(|source| OnnxError::Decode {
-        file: origin.clone(),
-        source,
-    })?;
+    let (file, model, origin, dir) = open_model(path.as_ref())?;
     let ext = external::External::new(Some(dir)).with_model_file(file);
     import_proto_with(&model, &origin, ext)
 }
@@ -147,7 +134,14 @@ pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
 /// that keep only part of each weight (the comm engine's tensor-parallel sharding), so that
 /// the parts another process keeps are never read here; call [`own_weights`] after them.
 pub fn import_file_mapped(path: impl AsRef<Path>) -> Result<(OnnxModel, FileBytes)> {
-    let path = path.as_ref();
+    let (file, model, origin, dir) = open_model(path.as_ref())?;
+    let m = import_proto_with(&model, &origin, external::External::new(Some(dir)))?;
+    Ok((m, file))
+}
+
+/// The file mapped, its `ModelProto` decoded from the map, the name for messages and the
+/// directory external data is resolved in.
+fn open_model(path: &Path) -> Result<(FileBytes, ModelProto, String, PathBuf)> {
     let origin = path.display().to_string();
     let file = crate::mmap::open_file(path).map_err(|source| OnnxError::Io {
         file: origin.clone(),
@@ -161,8 +155,7 @@ pub fn import_file_mapped(path: impl AsRef<Path>) -> Result<(OnnxModel, FileByte
         file: origin.clone(),
         source,
     })?;
-    let m = import_proto_with(&model, &origin, external::External::new(Some(dir)))?;
-    Ok((m, file))
+    Ok((file, model, origin, dir))
 }
 
 /// Gives every constant of `graph` (subgraphs too) that is still a slice of `file` its one

@@ -59,6 +59,15 @@ pub fn a_ints(name: &str, v: &[i64]) -> AttributeProto {
     }
 }
 
+pub fn a_str(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: AttributeType::String as i32,
+        s: v.as_bytes().to_vec().into(),
+        ..Default::default()
+    }
+}
+
 pub fn a_float(name: &str, v: f32) -> AttributeProto {
     AttributeProto {
         name: name.into(),
