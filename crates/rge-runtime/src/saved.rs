@@ -128,20 +128,81 @@ fn record_kernels(graph: &mut rge_ir::ComputeGraph, program: &crate::program::Pr
     }
 }
 
-/// True when `bytes` carry the compiled-model marker (a cheap scan before decoding: a file is
-/// recognised by its content, whatever its name).
+/// True when `bytes`, read as a GE ModelDef, have an `attr` entry (top-level field 11) keyed by
+/// the compiled-model marker: a cheap check before decoding (a file is recognised by its
+/// content, whatever its name). Only the top-level fields' tags and lengths are read, so the
+/// graphs, where the weights are, are skipped without being touched: an ONNX model of 400 MB
+/// is told apart reading a few of its pages (a byte scan read it all, 0.2 s and its size in
+/// memory). Bytes that are not a protobuf message answer false.
 pub fn has_compiled_marker(bytes: &[u8]) -> bool {
     let marker = COMPILED_ATTR.as_bytes();
-    bytes.windows(marker.len()).any(|w| w == marker)
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let Some((tag, n)) = varint(&bytes[at..]) else {
+            return false;
+        };
+        at += n;
+        let (field, wire) = (tag >> 3, tag & 7);
+        let len = match wire {
+            0 => match varint(&bytes[at..]) {
+                Some((_, n)) => n,
+                None => return false,
+            },
+            1 => 8,
+            5 => 4,
+            2 => {
+                let Some((len, n)) = varint(&bytes[at..]) else {
+                    return false;
+                };
+                at += n;
+                let Ok(len) = usize::try_from(len) else {
+                    return false;
+                };
+                if field == 11 {
+                    // A map entry: its key (field 1, a string) comes first.
+                    let entry = bytes.get(at..at.saturating_add(len)).unwrap_or(&[]);
+                    if let Some((0x0a, n)) = varint(entry) {
+                        if let Some((klen, m)) = varint(&entry[n..]) {
+                            let key = entry.get(n + m..).and_then(|k| k.get(..klen as usize));
+                            if key == Some(marker) {
+                                return true;
+                            }
+                        }
+                    }
+                }
+                len
+            }
+            _ => return false,
+        };
+        at = match at.checked_add(len) {
+            Some(next) if next <= bytes.len() => next,
+            _ => return false,
+        };
+    }
+    false
+}
+
+/// A protobuf varint at the start of `b`: its value and length.
+fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().take(10).enumerate() {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
 }
 
 /// True when the file at `path` is a compiled model rge wrote (by content, any file name).
+/// The file is mapped, not read: for a model that is not compiled only its top-level field
+/// headers are touched.
 pub fn is_compiled_model(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(file) = rge_formats::mmap::open_file(path) else {
         return false;
     };
-    has_compiled_marker(&bytes)
-        && GeModel::from_binary_bytes(bytes.into(), &path.display().to_string())
+    has_compiled_marker(file.bytes())
+        && GeModel::from_binary_bytes(file.bytes().clone(), &path.display().to_string())
             .ok()
             .is_some_and(|m| m.attrs.contains(COMPILED_ATTR))
 }
@@ -219,5 +280,39 @@ impl Session {
             }
         }
         Ok(Arc::new(model))
+    }
+}
+
+#[cfg(test)]
+mod marker_tests {
+    use super::*;
+
+    /// A length-delimited field.
+    fn field(number: u8, body: &[u8]) -> Vec<u8> {
+        let mut v = vec![(number << 3) | 2, body.len() as u8];
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn the_marker_is_an_attr_key_not_any_bytes() {
+        let entry = |key: &str| field(11, &field(1, key.as_bytes()));
+        // name, version (varint), a graph holding the marker's bytes, then attr entries.
+        let mut m = field(1, b"model");
+        m.extend_from_slice(&[2 << 3, 7]);
+        m.extend(field(7, COMPILED_ATTR.as_bytes()));
+        assert!(!has_compiled_marker(&m), "inside a graph: not the marker");
+        m.extend(entry("other"));
+        assert!(!has_compiled_marker(&m));
+        m.extend(entry(COMPILED_ATTR));
+        assert!(has_compiled_marker(&m));
+        // Truncated or not protobuf at all: false, never a panic.
+        for cut in 0..m.len() {
+            let _ = has_compiled_marker(&m[..cut]);
+        }
+        assert!(!has_compiled_marker(
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+        ));
+        assert!(!has_compiled_marker(&[0x5a, 0xff, 0xff, 0xff, 0xff, 0x0f]));
     }
 }
