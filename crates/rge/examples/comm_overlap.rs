@@ -1,8 +1,11 @@
 //! Communication overlapping computation: a model with an all-reduce of a large buffer and,
-//! independent of it, a chain of MatMuls, run by an in-process world of 2 ranks, with the
-//! stream executor (the comm engine's own stream beside the compute stream) and with the
-//! sequential executor (one node at a time). Prints the median time of each and their ratio
-//! (run by `bash bench/comm_overlap.sh`; figures only, nothing asserted).
+//! independent of it, a chain of MatMuls, run by an in-process world of 2 ranks (one compute
+//! thread each, so the 2 cores are not oversubscribed), with the stream executor (the comm
+//! engine's own stream beside the compute stream) and with the sequential executor (one node at
+//! a time). Rank 1 reaches the all-reduce `PEER_DELAY` late, as a slower peer or a network
+//! would make it: the time rank 0 waits in the collective is what overlap can hide. Prints
+//! rank 0's median time of each and their ratio (run by `bash bench/comm_overlap.sh`; figures
+//! only, nothing asserted).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,9 +21,11 @@ use rge_formats::onnx_proto::{
 use rge_kernels::{Tensor, Value};
 use rge_runtime::{ExecutorKind, Session, SessionOptions};
 
-const COMM_FLOATS: i64 = 8 << 20; // 32 MiB all-reduced
+const COMM_FLOATS: i64 = 1 << 18; // 1 MiB all-reduced
 const DIM: i64 = 384; // MatMul size
 const LAYERS: usize = 8;
+/// How late rank 1 starts each run.
+const PEER_DELAY: Duration = Duration::from_millis(10);
 
 fn vi(name: &str, dims: &[i64]) -> ValueInfoProto {
     ValueInfoProto {
@@ -121,9 +126,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() {
     let runs = 9;
     let world = local_world(Groups::world(2), Duration::from_secs(60));
+    let barrier = Arc::new(std::sync::Barrier::new(2));
     let handles: Vec<_> = world
         .into_iter()
         .map(|c| {
+            let start = barrier.clone();
             std::thread::spawn(move || {
                 let comm: Arc<dyn Communicator> = Arc::new(c);
                 let rank = comm.rank();
@@ -132,7 +139,11 @@ fn main() {
                     ..EngineArgs::default()
                 })
                 .expect("engines");
-                let s = Session::new(SessionOptions::with_engines(set)).expect("session");
+                let s = Session::new(SessionOptions {
+                    threads: 1,
+                    ..SessionOptions::with_engines(set)
+                })
+                .expect("session");
                 let m = s.compile_graph(model()).expect("compile");
                 let inputs = vec![
                     Value::from(
@@ -147,16 +158,20 @@ fn main() {
                         .expect("x"),
                     ),
                 ];
+                let run = |kind| {
+                    // Both ranks start each run together; then rank 1 is late.
+                    start.wait();
+                    if rank == 1 {
+                        std::thread::sleep(PEER_DELAY);
+                    }
+                    let t0 = Instant::now();
+                    m.run_with(&inputs, kind, None).expect("run");
+                    t0.elapsed()
+                };
                 let mut times = Vec::new();
                 for kind in [ExecutorKind::Sequential, ExecutorKind::Stream] {
-                    m.run_with(&inputs, kind, None).expect("warm-up");
-                    let t: Vec<Duration> = (0..runs)
-                        .map(|_| {
-                            let t0 = Instant::now();
-                            m.run_with(&inputs, kind, None).expect("run");
-                            t0.elapsed()
-                        })
-                        .collect();
+                    run(kind);
+                    let t: Vec<Duration> = (0..runs).map(|_| run(kind)).collect();
                     times.push(median(t));
                 }
                 (rank, m.stream_count, times)
@@ -167,8 +182,9 @@ fn main() {
         let (rank, streams, t) = h.join().expect("rank");
         if rank == 0 {
             println!(
-                "all-reduce {} MiB beside {LAYERS} MatMuls {DIM}x{DIM}, 2 in-process ranks, {streams} streams",
-                (COMM_FLOATS * 4) >> 20
+                "all-reduce {} MiB beside {LAYERS} MatMuls {DIM}x{DIM}, 2 in-process ranks (1 thread each), {streams} streams, rank 1 {} ms late",
+                (COMM_FLOATS * 4) >> 20,
+                PEER_DELAY.as_millis()
             );
             println!(
                 "sequential executor: {:8.2} ms (median of {runs})",
