@@ -67,28 +67,25 @@ impl FileBytes {
         self.hand_back(slice);
         copy
     }
-}
 
-impl FileBytes {
     /// Hands the file's pages wholly under `slice` back to the OS, when `slice` lies in the map
     /// (a slice still alive reads them in again): for bytes that were read once and are no
     /// longer needed.
     pub fn hand_back(&self, slice: &[u8]) {
-        let Some(map) = &self.map else { return };
-        let base = map.as_ptr() as usize;
-        let start = slice.as_ptr() as usize;
-        if start >= base && start + slice.len() <= base + map.len() {
-            let first = (start - base).next_multiple_of(PAGE);
-            let end = (start - base + slice.len()) / PAGE * PAGE;
-            if end > first {
-                // SAFETY: the map is read-only and shared (`Mmap::map`): dropping its pages
-                // loses nothing, a later read of them faults them in again from the page
-                // cache. The advice is only about residency; an error is a missed saving.
-                #[allow(unsafe_code)]
-                let _ = unsafe {
-                    map.unchecked_advise_range(UncheckedAdvice::DontNeed, first, end - first)
-                };
-            }
+        let Some(map) = self.map.as_ref().filter(|_| self.contains(slice)) else {
+            return;
+        };
+        let offset = slice.as_ptr() as usize - map.as_ptr() as usize;
+        let first = offset.next_multiple_of(PAGE);
+        let end = (offset + slice.len()) / PAGE * PAGE;
+        if end > first {
+            // SAFETY: the map is read-only and shared (`Mmap::map`): dropping its pages loses
+            // nothing, a later read of them faults them in again from the page cache. The
+            // advice is only about residency; an error is a missed saving.
+            #[allow(unsafe_code)]
+            let _ = unsafe {
+                map.unchecked_advise_range(UncheckedAdvice::DontNeed, first, end - first)
+            };
         }
     }
 
@@ -103,7 +100,7 @@ impl FileBytes {
     /// Hands every page of the map back to the OS (slices still alive read them in again).
     pub fn release_pages(&self) {
         if let Some(map) = &self.map {
-            // SAFETY: as in `owned_aligned`: a read-only shared map; dropping its pages loses
+            // SAFETY: as in `hand_back`: a read-only shared map; dropping its pages loses
             // nothing, a later read faults them in again from the page cache.
             #[allow(unsafe_code)]
             let _ = unsafe { map.unchecked_advise(UncheckedAdvice::DontNeed) };

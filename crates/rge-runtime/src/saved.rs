@@ -128,70 +128,22 @@ fn record_kernels(graph: &mut rge_ir::ComputeGraph, program: &crate::program::Pr
     }
 }
 
-/// True when `bytes`, read as a GE ModelDef, have an `attr` entry (top-level field 11) keyed by
-/// the compiled-model marker: a cheap check before decoding (a file is recognised by its
-/// content, whatever its name). Only the top-level fields' tags and lengths are read, so the
-/// graphs, where the weights are, are skipped without being touched: an ONNX model of 400 MB
-/// is told apart reading a few of its pages (a byte scan read it all, 0.2 s and its size in
-/// memory). Bytes that are not a protobuf message answer false.
-pub fn has_compiled_marker(bytes: &[u8]) -> bool {
-    let marker = COMPILED_ATTR.as_bytes();
-    let mut at = 0usize;
-    while at < bytes.len() {
-        let Some((tag, n)) = varint(&bytes[at..]) else {
-            return false;
-        };
-        at += n;
-        let (field, wire) = (tag >> 3, tag & 7);
-        let len = match wire {
-            0 => match varint(&bytes[at..]) {
-                Some((_, n)) => n,
-                None => return false,
-            },
-            1 => 8,
-            5 => 4,
-            2 => {
-                let Some((len, n)) = varint(&bytes[at..]) else {
-                    return false;
-                };
-                at += n;
-                let Ok(len) = usize::try_from(len) else {
-                    return false;
-                };
-                if field == 11 {
-                    // A map entry: its key (field 1, a string) comes first.
-                    let entry = bytes.get(at..at.saturating_add(len)).unwrap_or(&[]);
-                    if let Some((0x0a, n)) = varint(entry) {
-                        if let Some((klen, m)) = varint(&entry[n..]) {
-                            let key = entry.get(n + m..).and_then(|k| k.get(..klen as usize));
-                            if key == Some(marker) {
-                                return true;
-                            }
-                        }
-                    }
-                }
-                len
-            }
-            _ => return false,
-        };
-        at = match at.checked_add(len) {
-            Some(next) if next <= bytes.len() => next,
-            _ => return false,
-        };
-    }
-    false
+/// The one field of a GE ModelDef the marker check reads: its `attr` map (field 11), values
+/// left undecoded. Decoding skips every other field by its length without reading it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ModelDefAttrs {
+    #[prost(map = "string, bytes", tag = "11")]
+    attr: std::collections::HashMap<String, Vec<u8>>,
 }
 
-/// A protobuf varint at the start of `b`: its value and length.
-fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().take(10).enumerate() {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
+/// True when `bytes`, read as a GE ModelDef, have an `attr` entry keyed by the compiled-model
+/// marker: a cheap check before decoding (a file is recognised by its content, whatever its
+/// name). The graphs, where the weights are, are skipped without being touched: an ONNX model
+/// of 400 MB is told apart reading a few of its pages (a byte scan read it all, 0.2 s and its
+/// size in memory). Bytes that are not such a protobuf message answer false.
+pub fn has_compiled_marker(bytes: &[u8]) -> bool {
+    <ModelDefAttrs as prost::Message>::decode(bytes)
+        .is_ok_and(|m| m.attr.contains_key(COMPILED_ATTR))
 }
 
 /// True when the file at `path` is a compiled model rge wrote (by content, any file name).

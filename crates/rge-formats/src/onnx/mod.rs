@@ -163,16 +163,11 @@ fn open_model(path: &Path) -> Result<(FileBytes, ModelProto, String, PathBuf)> {
 /// replaced some weights by parts of them, what is left is in memory once and the parts read
 /// for the pass are not kept. Constants of other memory are left as they are.
 pub fn own_weights(graph: &mut ComputeGraph, file: &FileBytes) {
-    let mut graphs = vec![graph.root()];
-    graphs.extend_from_slice(graph.subgraphs());
-    for g in graphs {
-        let nodes: Vec<_> = graph.nodes_of(g).collect();
-        for n in nodes {
-            let Some(op) = graph.op_mut(n) else { continue };
-            if let Some(rge_ir::AttrValue::Tensor(t)) = op.attrs_mut().get_mut("value") {
-                if file.contains(&t.data) {
-                    t.data = file.owned_aligned(&t.data);
-                }
+    for n in graph.all_nodes(graph.root()) {
+        let Some(op) = graph.op_mut(n) else { continue };
+        if let Some(rge_ir::AttrValue::Tensor(t)) = op.attrs_mut().get_mut("value") {
+            if file.contains(&t.data) {
+                t.data = file.owned_aligned(&t.data);
             }
         }
     }

@@ -18,7 +18,7 @@ use rge_comm::{gather_to_root, Communicator, Groups, WORLD_GROUP};
 use rge_kernels::{Tensor, Value};
 use rge_runtime::io;
 
-use super::run::{describe, executor_of, file_name, session, RunArgs};
+use super::run::{executor_of, session, write_outputs, RunArgs};
 use super::{CliError, CliResult};
 use crate::engines::EngineArgs;
 
@@ -174,11 +174,7 @@ pub fn run_on(
     // Tensor parallel: weights stay in the mapped file until sharded, so each rank reads
     // only its parts of the sharded ones (its peak holds 1/N of them, not the whole model).
     let (mut g, mut mapped) = if dist.tensor_parallel.is_some() {
-        let (m, file) = crate::model::load_mapped(&args.model)?;
-        let mut g = super::run::graph_of(m);
-        super::shape_args::apply(&mut g, &super::shape_args::parse(shapes)?)
-            .map_err(|e| CliError::new(format!("{}: {}", args.model.display(), e.message)))?;
-        (g, file)
+        super::shape_args::load_graph_mapped(&args.model, shapes)?
     } else {
         (super::shape_args::load_graph(&args.model, shapes)?, None)
     };
@@ -252,18 +248,12 @@ pub fn run_on(
         args.model.display(),
         comm.backend()
     );
-    if let Some(dir) = &args.output_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::new(format!("{}: {e}", dir.display())))?;
-    }
-    for (name, v) in m.output_names().iter().zip(&outs) {
-        let _ = writeln!(out, "output {name}: {}", describe(v));
-        if let (Some(dir), Value::Tensor(t)) = (&args.output_dir, v) {
-            let path = dir.join(format!("{}.npy", file_name(name)));
-            std::fs::write(&path, io::npy_bytes(t)?)
-                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
-        }
-    }
+    write_outputs(
+        &m.output_names(),
+        &outs,
+        args.output_dir.as_deref(),
+        &mut out,
+    )?;
     Ok(out)
 }
 

@@ -23,15 +23,7 @@ pub fn run(file: &Path, engines: &EngineArgs, as_json: bool, html: Option<&Path>
     let (set, compiled) = super::engines::compile_file(file, engines)?;
     let report = explain(&set, &compiled, &file.display().to_string())
         .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
-    if let Some(out) = html {
-        std::fs::write(out, crate::explain::render_html(&report))
-            .map_err(|e| CliError::new(format!("{}: {e}", out.display())))?;
-    }
-    Ok(if as_json {
-        super::engines::pretty(report.to_json())
-    } else {
-        crate::explain::render_text(&report)
-    })
+    render(&report, as_json, html)
 }
 
 /// `rge explain --tensor-parallel N`: the report of rank 0's shard of the model
@@ -80,14 +72,19 @@ pub fn run_tensor_parallel(
         ),
     )
     .map_err(|e| CliError::new(format!("{}: {e}", file.display())))?;
+    render(&report, as_json, html)
+}
+
+/// The report as text or JSON, and as an HTML page when asked.
+fn render(report: &ExplainReport, as_json: bool, html: Option<&Path>) -> CliResult {
     if let Some(out) = html {
-        std::fs::write(out, crate::explain::render_html(&report))
+        std::fs::write(out, crate::explain::render_html(report))
             .map_err(|e| CliError::new(format!("{}: {e}", out.display())))?;
     }
     Ok(if as_json {
         super::engines::pretty(report.to_json())
     } else {
-        crate::explain::render_text(&report)
+        crate::explain::render_text(report)
     })
 }
 

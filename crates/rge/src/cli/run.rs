@@ -122,7 +122,7 @@ fn summary(t: &Tensor) -> String {
     }
 }
 
-pub(crate) fn describe(v: &Value) -> String {
+fn describe(v: &Value) -> String {
     match v {
         Value::Tensor(t) => format!("{}{:?} {}", t.dtype(), t.shape(), summary(t)),
         Value::Sequence { elem, items } => format!("sequence<{elem}> of {}", items.len()),
@@ -252,19 +252,12 @@ pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
         plan.arena_bytes,
         plan.lower_bound
     );
-    if let Some(dir) = &args.output_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::new(format!("{}: {e}", dir.display())))?;
-    }
-    for (name, v) in m.output_names().iter().zip(&outs) {
-        let _ = writeln!(out, "output {name}: {}", describe(v));
-        if let (Some(dir), Value::Tensor(t)) = (&args.output_dir, v) {
-            let path = dir.join(format!("{}.npy", file_name(name)));
-            let bytes = io::npy_bytes(t)?;
-            std::fs::write(&path, bytes)
-                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
-        }
-    }
+    write_outputs(
+        &m.output_names(),
+        &outs,
+        args.output_dir.as_deref(),
+        &mut out,
+    )?;
     if let (Some(p), Some(path)) = (&profiler, &args.profile) {
         std::fs::write(path, p.chrome_trace())
             .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
@@ -274,4 +267,27 @@ pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
         out.push_str(&super::profile_summary::text(&summary));
     }
     Ok(out)
+}
+
+/// Describes each output in `out` and, with a directory, writes it there as `NAME.npy`.
+pub(crate) fn write_outputs(
+    names: &[&str],
+    outs: &[Value],
+    dir: Option<&Path>,
+    out: &mut String,
+) -> Result<(), CliError> {
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::new(format!("{}: {e}", dir.display())))?;
+    }
+    for (name, v) in names.iter().zip(outs) {
+        let _ = writeln!(out, "output {name}: {}", describe(v));
+        if let (Some(dir), Value::Tensor(t)) = (dir, v) {
+            let path = dir.join(format!("{}.npy", file_name(name)));
+            let bytes = io::npy_bytes(t)?;
+            std::fs::write(&path, bytes)
+                .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
 }

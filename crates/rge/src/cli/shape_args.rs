@@ -228,8 +228,24 @@ impl Built {
 pub fn load_graph(path: &Path, shapes: &[String]) -> Result<ComputeGraph, CliError> {
     let shapes = parse(shapes)?;
     let (m, _) = model::load(path)?;
+    shaped(path, m, &shapes)
+}
+
+/// [`load_graph`], an ONNX model's weights left in its mapped file, returned beside the graph
+/// (`model::load_mapped`).
+pub fn load_graph_mapped(
+    path: &Path,
+    shapes: &[String],
+) -> Result<(ComputeGraph, Option<rge_formats::mmap::FileBytes>), CliError> {
+    let shapes = parse(shapes)?;
+    let (m, file) = model::load_mapped(path)?;
+    Ok((shaped(path, m, &shapes)?, file))
+}
+
+/// The graph of `m` with `shapes` applied; errors name `path`.
+fn shaped(path: &Path, m: model::Model, shapes: &[ShapeArg]) -> Result<ComputeGraph, CliError> {
     let mut g = super::run::graph_of(m);
-    apply(&mut g, &shapes)
+    apply(&mut g, shapes)
         .map_err(|e| CliError::new(format!("{}: {}", path.display(), e.message)))?;
     Ok(g)
 }
