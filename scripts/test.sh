@@ -11,9 +11,9 @@ bash scripts/gen_onnx_node_tests.sh
 bash scripts/gen_ml_ms_tests.sh
 # rge/mpi: the comm engine's MPI backend and its mpirun tests (Open MPI, installed by .ci/run).
 # Every cargo command below uses the same features, so that the one build serves them all.
-FEATURES=()
+FEATURES=(--features rge/gpu)
 if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
-  FEATURES=(--features rge/mpi)
+  FEATURES+=(--features rge/mpi)
 else
   echo "test.sh: Open MPI not found: the comm engine's MPI backend and its mpirun tests are skipped" \
     "(apt-get install openmpi-bin libopenmpi-dev libclang-dev clang)"

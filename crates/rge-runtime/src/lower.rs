@@ -490,16 +490,52 @@ impl<'e> Lowering<'e> {
             .flatten()
             .unwrap_or(rge_kernels::HOST_SPACE);
         let space = self.space_index(&MemSpace::new(to));
-        let name = format!("transfer.{from}->{to}");
         let engine = effective_engine(op);
-        self.push_step(
-            n,
-            engine,
-            name,
-            Box::new(crate::transfer::CopyKernel),
-            &[space],
-            None,
-        )
+        let (name, kernel) = match self.engine_transfer_kernel(n)? {
+            Some(own) => own,
+            None => (
+                format!("transfer.{from}->{to}"),
+                Box::new(crate::transfer::CopyKernel) as Box<dyn Kernel>,
+            ),
+        };
+        self.push_step(n, engine, name, kernel, &[space], None)
+    }
+
+    /// The transfer kernel of the engine that owns transfer node `n`, when that engine
+    /// defines one (a space the host cannot address copies through its own API); `None`: the
+    /// runtime's memcpy.
+    fn engine_transfer_kernel(
+        &self,
+        n: NodeId,
+    ) -> RuntimeResult<Option<(String, Box<dyn Kernel>)>> {
+        let op = self.op(n)?;
+        let graph = self.graph;
+        let Some(engine) = self.env.engines.engine(effective_engine(op)) else {
+            return Ok(None);
+        };
+        let Some(set) = engine.kernel_store().and_then(|s| s.kernel_set()) else {
+            return Ok(None);
+        };
+        let domain = rge_engine::op_domain(op);
+        let opset = op.opset().unwrap_or_else(|| self.env.opset(domain));
+        let Ok(def) = set.select(op, domain, opset) else {
+            return Ok(None);
+        };
+        let (input_types, output_types) = rge_kernels::port_types(op);
+        let constants = self.constant_inputs(n)?;
+        let init = KernelInit {
+            node_name: op.name(),
+            op_type: op.op_type(),
+            domain,
+            opset,
+            attrs: op.attrs(),
+            input_types: &input_types,
+            output_types: &output_types,
+            subgraph_attrs: &[],
+            constants: &constants,
+        };
+        let kernel = (def.factory)(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
+        Ok(Some((def.name.clone(), kernel)))
     }
 
     /// Pushes the launch step of `n`: its input and output slots (outputs in `out_spaces`).

@@ -80,6 +80,9 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     }
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
+    // Before dense (both cost 1): the accelerator wins where it runs an op.
+    #[cfg(feature = "gpu")]
+    crate::gpu::register(&mut b);
     b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     b.register(rge_vector::vector_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     // The composite over dense and vector: its optimizer fuses elementwise trees.

@@ -12,6 +12,8 @@ pub use rge_runtime as runtime;
 pub mod cli;
 pub mod engines;
 pub mod explain;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod ports;

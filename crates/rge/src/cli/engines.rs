@@ -45,6 +45,10 @@ pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
         pretty(v)
     } else {
         let mut text = report::engines_text(&rows);
+        #[cfg(feature = "gpu")]
+        if set.manager().get(rge_gpu::GPU).is_none() {
+            text.push_str(&format!("{}\n", crate::gpu::absent_line()));
+        }
         if !absent.is_empty() {
             text.push_str("\nnot in this build (the seed's engine table):\n");
             for e in absent {

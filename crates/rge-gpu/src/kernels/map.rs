@@ -1,0 +1,329 @@
+//! Elementwise kernels: one strided WGSL shader per op and dtype, over up to eight merged
+//! dims with broadcasting (binary ops), permuted strides (Transpose) or repeated ones
+//! (Expand). Each thread computes one output element in f32.
+
+use std::sync::Arc;
+
+use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelResult};
+
+use crate::dispatch::{bind, groups_1d, launch, GROUP};
+use crate::error::GpuError;
+use crate::kernels::strided::{self, MAX_RANK};
+use crate::memory::DeviceMemory;
+
+/// The WGSL type of an element of `dtype` (the kernels take f32 and, where the adapter has
+/// SHADER_F16, f16).
+pub fn wgsl_type(dtype: DType) -> Option<&'static str> {
+    match dtype {
+        DType::Float => Some("f32"),
+        DType::Float16 => Some("f16"),
+        _ => None,
+    }
+}
+
+/// The element size of a kernel dtype.
+pub fn elem_size(dtype: DType) -> u64 {
+    if dtype == DType::Float16 {
+        2
+    } else {
+        4
+    }
+}
+
+/// The `enable` line a shader over `ty` needs.
+pub fn enable(ty: &str) -> &'static str {
+    if ty == "f16" {
+        "enable f16;\n"
+    } else {
+        ""
+    }
+}
+
+/// Parameter words: n, rank, row, offsets (y, a, b), alpha, beta, then dims and three
+/// stride lists of MAX_RANK each.
+const P_DIMS: usize = 8;
+
+fn shader(arity: usize, ty: &str, expr: &str) -> String {
+    let (b_decl, b_load, b_idx) = if arity == 2 {
+        (
+            format!("@group(0) @binding(1) var<storage, read_write> b: array<{ty}>;\n"),
+            "let y = f32(b[bi]);",
+            "bi += c * bitcast<i32>(p[32u + k]);",
+        )
+    } else {
+        (String::new(), "let y = 0.0;", "")
+    };
+    let out = arity;
+    let par = arity + 1;
+    format!(
+        "{en}@group(0) @binding(0) var<storage, read_write> a: array<{ty}>;
+{b_decl}@group(0) @binding({out}) var<storage, read_write> o: array<{ty}>;
+@group(0) @binding({par}) var<storage, read> p: array<u32>;
+
+fn erf_(v: f32) -> f32 {{
+    let s = sign(v);
+    let z = abs(v);
+    let t = 1.0 / (1.0 + 0.3275911 * z);
+    let r = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-z * z);
+    return s * r;
+}}
+
+fn f(x: f32, y: f32, alpha: f32, beta: f32) -> f32 {{
+    return {expr};
+}}
+
+@compute @workgroup_size({GROUP})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
+    let i = g.x + g.y * p[2];
+    if (i >= p[0]) {{ return; }}
+    let rank = p[1];
+    var rem = i;
+    var oi = i32(p[3]);
+    var ai = i32(p[4]);
+    var bi = i32(p[5]);
+    for (var d = 0u; d < rank; d = d + 1u) {{
+        let k = rank - 1u - d;
+        let dim = p[8u + k];
+        let c = i32(rem % dim);
+        rem = rem / dim;
+        oi += c * bitcast<i32>(p[16u + k]);
+        ai += c * bitcast<i32>(p[24u + k]);
+        {b_idx}
+    }}
+    let x = f32(a[ai]);
+    {b_load}
+    o[oi] = {ty}(f(x, y, bitcast<f32>(p[6]), bitcast<f32>(p[7])));
+}}
+",
+        en = enable(ty),
+    )
+}
+
+/// The f32 expression of a unary op over `x` (with attributes `alpha`, `beta`).
+pub fn unary_expr(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "Relu" => "max(x, 0.0)",
+        "Sigmoid" => "1.0 / (1.0 + exp(-x))",
+        "Tanh" => "tanh(clamp(x, -15.0, 15.0))",
+        "Exp" => "exp(x)",
+        "Log" => "log(x)",
+        "Abs" => "abs(x)",
+        "Neg" => "-x",
+        "Sqrt" => "sqrt(x)",
+        "Reciprocal" => "1.0 / x",
+        "Floor" => "floor(x)",
+        "Ceil" => "ceil(x)",
+        "Round" => "round(x)",
+        "Sign" => "sign(x)",
+        "Sin" => "sin(x)",
+        "Cos" => "cos(x)",
+        "Erf" => "erf_(x)",
+        "Softsign" => "x / (1.0 + abs(x))",
+        "Softplus" => "select(log(1.0 + exp(x)), x, x > 20.0)",
+        "LeakyRelu" => "select(alpha * x, x, x >= 0.0)",
+        "Elu" => "select(alpha * (exp(x) - 1.0), x, x >= 0.0)",
+        "Selu" => "select(beta * alpha * (exp(x) - 1.0), beta * x, x > 0.0)",
+        "HardSigmoid" => "clamp(alpha * x + beta, 0.0, 1.0)",
+        "HardSwish" => "x * clamp(x / 6.0 + 0.5, 0.0, 1.0)",
+        "ThresholdedRelu" => "select(0.0, x, x > alpha)",
+        "Mish" => "x * tanh(clamp(select(log(1.0 + exp(x)), x, x > 20.0), -15.0, 15.0))",
+        "Identity" | "Transpose" | "Expand" => "x",
+        _ => return None,
+    })
+}
+
+/// The default (alpha, beta) attributes of a unary op, and their names.
+pub fn unary_attrs(op: &str) -> [(&'static str, f32); 2] {
+    match op {
+        "LeakyRelu" => [("alpha", 0.01), ("", 0.0)],
+        "Elu" | "ThresholdedRelu" => [("alpha", 1.0), ("", 0.0)],
+        "Selu" => [("alpha", 1.673_263_2), ("gamma", 1.050_701)],
+        "HardSigmoid" => [("alpha", 0.2), ("beta", 0.5)],
+        _ => [("", 0.0), ("", 0.0)],
+    }
+}
+
+/// The f32 expression of a binary op over `x` and `y`.
+pub fn binary_expr(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "Add" | "Sum" => "x + y",
+        "Sub" => "x - y",
+        "Mul" => "x * y",
+        "Div" => "x / y",
+        "Pow" => "select(pow(abs(x), y) * select(1.0, -1.0, x < 0.0 && (abs(y) % 2.0) == 1.0), pow(x, y), x > 0.0)",
+        "Max" => "max(x, y)",
+        "Min" => "min(x, y)",
+        "PRelu" => "select(x * y, x, x >= 0.0)",
+        _ => return None,
+    })
+}
+
+/// What a map kernel does with its input's strides.
+#[derive(Clone, Debug)]
+pub enum Layout {
+    /// Inputs broadcast to the output (elementwise ops; Expand with the output's shape).
+    Broadcast,
+    /// The output's dims are the input's in this order.
+    Permute(Option<Vec<i64>>),
+}
+
+/// An elementwise kernel.
+pub struct MapKernel {
+    pub mem: Arc<DeviceMemory>,
+    pub pipeline: Arc<wgpu::ComputePipeline>,
+    pub arity: usize,
+    pub dtype: DType,
+    pub alpha: f32,
+    pub beta: f32,
+    pub layout: Layout,
+    /// Expand: the output shape comes from input 1 (on the host).
+    pub expand: bool,
+}
+
+/// The pipeline of a map shader (`arity` 1 or 2) for `op` over `dtype`.
+pub fn pipeline(
+    mem: &DeviceMemory,
+    op: &str,
+    arity: usize,
+    dtype: DType,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("{op}: dtype {dtype:?}")))?;
+    let expr = if arity == 2 {
+        binary_expr(op)
+    } else {
+        unary_expr(op)
+    }
+    .ok_or_else(|| GpuError::Device(format!("no gpu shader for {op}")))?;
+    mem.context()
+        .pipeline(&format!("map.{op}.{ty}"), || shader(arity, ty, expr))
+}
+
+/// Launches `o = f(a[, b])` over `dims` with the given strides (offsets in elements).
+#[allow(clippy::too_many_arguments)]
+pub fn run_map(
+    mem: &DeviceMemory,
+    pipeline: &Arc<wgpu::ComputePipeline>,
+    dims: &[usize],
+    strides: &[Vec<i64>],
+    bound: &[&crate::dispatch::Bound],
+    base: &[i64],
+    alpha: f32,
+    beta: f32,
+) -> Result<(), GpuError> {
+    let n: usize = dims.iter().product();
+    if n == 0 {
+        return Ok(());
+    }
+    let (dims, strides) = strided::merge(dims, strides);
+    if dims.len() > MAX_RANK {
+        return Err(GpuError::Device(format!(
+            "{} dims after merging; the gpu kernels take {MAX_RANK}",
+            dims.len()
+        )));
+    }
+    let ctx = mem.context();
+    let (gx, gy, row) = groups_1d(ctx, n as u64)?;
+    let mut p = vec![0u32; P_DIMS + 4 * MAX_RANK];
+    p[0] = u32::try_from(n).map_err(|_| GpuError::Device("tensor too large".into()))?;
+    p[1] = dims.len() as u32;
+    p[2] = row;
+    for (k, &b) in base.iter().enumerate() {
+        p[3 + k] = b as i32 as u32;
+    }
+    p[6] = alpha.to_bits();
+    p[7] = beta.to_bits();
+    for (d, &v) in dims.iter().enumerate() {
+        p[P_DIMS + d] = v as u32;
+    }
+    for (k, s) in strides.iter().enumerate() {
+        for (d, &v) in s.iter().enumerate() {
+            p[P_DIMS + (k + 1) * MAX_RANK + d] = v as i32 as u32;
+        }
+    }
+    launch(ctx, pipeline, bound, &p, (gx, gy, 1))
+}
+
+fn gpu_err(e: GpuError) -> KernelError {
+    e.into()
+}
+
+impl Kernel for MapKernel {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let a = ctx.input(0)?;
+        let es = elem_size(self.dtype);
+        let (out_shape, a_strides) = match &self.layout {
+            Layout::Permute(perm) => {
+                let r = a.rank();
+                let perm: Vec<usize> = match perm {
+                    Some(p) => p
+                        .iter()
+                        .map(|&d| if d < 0 { d + r as i64 } else { d } as usize)
+                        .collect(),
+                    None => (0..r).rev().collect(),
+                };
+                if perm.len() != r || perm.iter().any(|&d| d >= r) {
+                    return Err(KernelError::invalid(format!(
+                        "perm {perm:?} does not fit rank {r}"
+                    )));
+                }
+                let own = strided::contiguous(a.shape());
+                let shape: Vec<usize> = perm.iter().map(|&d| a.shape()[d]).collect();
+                (shape, perm.iter().map(|&d| own[d]).collect::<Vec<_>>())
+            }
+            Layout::Broadcast => {
+                let mut shape = a.shape().to_vec();
+                if self.expand {
+                    let want: Vec<usize> = ctx
+                        .input(1)?
+                        .to_i64_vec()?
+                        .iter()
+                        .map(|&d| d.max(0) as usize)
+                        .collect();
+                    shape = strided::broadcast_shapes(&shape, &want).ok_or_else(|| {
+                        KernelError::invalid(format!("cannot expand {shape:?} to {want:?}"))
+                    })?;
+                } else if self.arity == 2 {
+                    let b = ctx.input(1)?;
+                    shape = strided::broadcast_shapes(&shape, b.shape()).ok_or_else(|| {
+                        KernelError::invalid(format!(
+                            "shapes {:?} and {:?} do not broadcast",
+                            a.shape(),
+                            b.shape()
+                        ))
+                    })?;
+                }
+                let s = strided::broadcast(a.shape(), &shape);
+                (shape, s)
+            }
+        };
+        let out = ctx.output_bytes(0, self.dtype, &out_shape)?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let ba = bind(&self.mem, a.bytes()?, es).map_err(gpu_err)?;
+        let bo = bind(&self.mem, out, es).map_err(gpu_err)?;
+        let mut strides = vec![strided::contiguous(&out_shape), a_strides];
+        let mut base = vec![i64::from(bo.elem_offset), i64::from(ba.elem_offset)];
+        let bb;
+        let mut bound = vec![&ba];
+        if self.arity == 2 {
+            let b = ctx.input(1)?;
+            bb = bind(&self.mem, b.bytes()?, es).map_err(gpu_err)?;
+            strides.push(strided::broadcast(b.shape(), &out_shape));
+            base.push(i64::from(bb.elem_offset));
+            bound.push(&bb);
+        }
+        bound.push(&bo);
+        run_map(
+            &self.mem,
+            &self.pipeline,
+            &out_shape,
+            &strides,
+            &bound,
+            &base,
+            self.alpha,
+            self.beta,
+        )
+        .map_err(gpu_err)
+    }
+}

@@ -1,0 +1,12 @@
+//! The gpu engine's kernels, by family.
+
+pub mod conv;
+pub mod copy;
+pub mod map;
+pub mod matmul;
+pub mod pool;
+pub mod reduce;
+pub mod rows;
+pub mod strided;
+pub mod transfer;
+pub mod window;

@@ -1,0 +1,241 @@
+//! The gpu engine end to end (cargo feature `gpu`; on CI over Mesa's lavapipe): the ONNX node
+//! tests of every op it claims pass with it first in the order (and run on it), models give
+//! the cpu engine's outputs within 1e-4 relative, the transfers sit at the space's borders,
+//! and faults fall back or fail clearly. Every test prints a message and passes when no
+//! adapter exists (the engine is absent then, which `rge engines` says).
+
+#![cfg(feature = "gpu")]
+
+#[path = "common/net.rs"]
+mod net;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use net::*;
+use rge::engines::{engine_set, EngineArgs};
+use rge_conformance::{list_tests, load_test, node_tests_dir, Outcome, Tolerance};
+use rge_runtime::transfer::TRANSFER_OP;
+use rge_runtime::{Session, SessionOptions};
+
+/// The adapter's description, or `None` (with the skip printed) when there is none.
+fn adapter(test: &str) -> Option<String> {
+    match rge_gpu::discover() {
+        Ok(ctx) => Some(ctx.describe()),
+        Err(e) => {
+            eprintln!("{test}: skipped, the gpu engine is absent: {e}");
+            None
+        }
+    }
+}
+
+fn gpu_ops() -> BTreeSet<&'static str> {
+    rge_gpu::engine::op_types().into_iter().collect()
+}
+
+fn without_gpu() -> EngineArgs {
+    EngineArgs {
+        exclude_engines: Some("gpu".into()),
+        ..EngineArgs::default()
+    }
+}
+
+#[test]
+fn node_tests_of_the_gpu_ops_pass_with_the_gpu_first() {
+    let Some(_) = adapter("node tests") else {
+        return;
+    };
+    let dir = node_tests_dir();
+    let Ok(dirs) = list_tests(&dir, None) else {
+        eprintln!(
+            "node tests: skipped, {} is missing (scripts/gen_onnx_node_tests.sh)",
+            dir.display()
+        );
+        return;
+    };
+    let known = rge::cli::conformance::known_failures();
+    let ops = gpu_ops();
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let session = Session::new(SessionOptions::with_engines(set)).unwrap();
+    let (mut attempted, mut on_gpu) = (0, 0);
+    let mut failures = Vec::new();
+    for d in dirs {
+        let Ok(test) = load_test(&d) else { continue };
+        let types = rge_conformance::op_types_of(&test.model.graph);
+        let claimed = types
+            .iter()
+            .any(|(domain, t)| domain.is_empty() && ops.contains(t.as_str()));
+        if !claimed || known.iter().any(|k| k.0 == test.name) {
+            continue;
+        }
+        attempted += 1;
+        let ran_on_gpu = AtomicBool::new(false);
+        let outcome = rge_conformance::run_test_by(&test, Tolerance::default(), None, &|t, inputs| {
+            let model = session
+                .compile_graph(t.model.graph.clone())
+                .map_err(|e| e.to_string())?;
+            let g = model.graph();
+            if g
+                .nodes_of(g.root())
+                .any(|n| g.op(n).is_some_and(|op| op.engine_name() == "gpu"))
+            {
+                ran_on_gpu.store(true, Ordering::Relaxed);
+            }
+            model.run(inputs).map_err(|e| e.to_string())
+        });
+        on_gpu += usize::from(ran_on_gpu.load(Ordering::Relaxed));
+        if let Outcome::Failed(why) = outcome {
+            failures.push(format!("{}: {why}", test.name));
+        }
+    }
+    eprintln!("node tests of the gpu ops: {attempted} run, {on_gpu} with nodes on the gpu");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(on_gpu >= 100, "only {on_gpu} node tests ran on the gpu");
+}
+
+/// An MLP with a transposed weight, broadcasting and several activations.
+fn mlp() -> rge_formats::onnx_proto::ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[3, 5, 24]);
+    let w1 = n.weight(&[24, 40], 1);
+    let b1 = n.weight(&[40], 2);
+    let h = n.op("MatMul", &[&x, &w1], vec![]);
+    let h = n.op("Add", &[&h, &b1], vec![]);
+    let h = n.op("Relu", &[&h], vec![]);
+    let t = n.op("Transpose", &[&h], vec![a_ints("perm", &[0, 2, 1])]);
+    let s = n.op("Sigmoid", &[&t], vec![]);
+    let m = n.op("Mul", &[&t, &s], vec![]);
+    let f = n.ints(&[15, 40]);
+    let r = n.op("Reshape", &[&m, &f], vec![]);
+    let w2 = n.weight(&[17, 40], 3);
+    let c2 = n.weight(&[17], 4);
+    let g = n.op(
+        "Gemm",
+        &[&r, &w2, &c2],
+        vec![a_int("transB", 1), a_float("alpha", 0.5)],
+    );
+    n.op_to("Tanh", &[&g], "y", vec![]);
+    n.output("y", F32, &[15, 17]);
+    n.model()
+}
+
+fn assert_close(gpu: &[Vec<f64>], cpu: &[Vec<f64>], rtol: f64) {
+    assert_eq!(gpu.len(), cpu.len());
+    for (a, b) in gpu.iter().zip(cpu) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x - y).abs() <= rtol * y.abs().max(1.0),
+                "gpu {x} vs cpu {y}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_model_matches_the_cpu_engines_with_transfers_at_the_borders() {
+    let Some(a) = adapter("mlp") else { return };
+    let m = mlp();
+    let gpu = compile(&m, EngineArgs::default());
+    let cpu = compile(&m, without_gpu());
+    assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+    // Input, weights and bias go up, the result comes down; the Reshape between gpu
+    // nodes is a view in gpu memory and needs none.
+    let transfers = gpu.count(TRANSFER_OP);
+    assert!(transfers >= 2, "{transfers} transfers on {a}");
+    assert_eq!(cpu.count(TRANSFER_OP), 0);
+
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let compiled = set.pipeline().compile(graph_of(&m)).unwrap();
+    let g = &compiled.graph;
+    for n in g.nodes_of(g.root()) {
+        let op = g.op(n).unwrap();
+        if ["MatMul", "Gemm", "Relu", "Transpose", "Tanh"].contains(&op.op_type()) {
+            assert_eq!(op.engine_name(), "gpu", "{} on {a}", op.name());
+        }
+    }
+}
+
+#[test]
+fn the_example_cnn_matches_with_the_gpu_first() {
+    let Some(_) = adapter("example cnn") else {
+        return;
+    };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/tiny_cnn.onnx");
+    let bytes = std::fs::read(path).unwrap();
+    let model = rge_formats::onnx::import_bytes(bytes::Bytes::from(bytes), "tiny_cnn.onnx")
+        .unwrap()
+        .graph;
+    let image = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/tiny_cnn_image.npy"
+    ))
+    .unwrap();
+    let x = rge_kernels::Value::from(rge_runtime::io::parse_npy(&image, "image").unwrap());
+    let mut outs = Vec::new();
+    for args in [EngineArgs::default(), without_gpu()] {
+        let s = Session::new(SessionOptions::with_engines(engine_set(&args).unwrap())).unwrap();
+        let m = s.compile_graph(model.clone()).unwrap();
+        let v = m.run(std::slice::from_ref(&x)).unwrap();
+        let t = v[0].as_tensor().unwrap();
+        outs.push(
+            t.as_slice::<f32>()
+                .unwrap()
+                .iter()
+                .map(|&v| f64::from(v))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_close(&outs[..1], &outs[1..], 1e-4);
+}
+
+#[test]
+fn a_tensor_larger_than_the_largest_binding_falls_back_with_the_reason() {
+    let Some(_) = adapter("large tensor") else {
+        return;
+    };
+    let max = rge_gpu::discover().unwrap().max_binding();
+    let rows = (max / 4 / 1024 + 1) as i64;
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[rows, 1024]);
+    n.op_to("Relu", &[&x], "y", vec![]);
+    n.output("y", F32, &[rows, 1024]);
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let compiled = set.pipeline().compile(graph_of(&n.model())).unwrap();
+    let g = &compiled.graph;
+    let relu = g
+        .nodes_of(g.root())
+        .find(|&k| g.op(k).unwrap().op_type() == "Relu")
+        .unwrap();
+    assert_ne!(g.op(relu).unwrap().engine_name(), "gpu");
+    let why = compiled.placement.reason(g, relu);
+    assert!(why.contains("largest buffer binding"), "{why}");
+}
+
+#[test]
+fn a_shader_that_fails_to_compile_is_an_error_naming_it() {
+    let Some(_) = adapter("bad shader") else {
+        return;
+    };
+    let ctx = rge_gpu::discover().unwrap();
+    let e = ctx
+        .pipeline("broken", || "fn main( {".to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`broken` failed to compile"), "{e}");
+    // The device is still usable afterwards.
+    ctx.check_faults().unwrap();
+}
+
+#[test]
+fn rge_gpu_0_turns_the_engine_off_and_rge_engines_says_so() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rge"))
+        .arg("engines")
+        .env("RGE_GPU", "0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text.lines().find(|l| l.starts_with("gpu:")).unwrap_or("");
+    assert!(line.contains("RGE_GPU=0"), "{text}");
+}
