@@ -28,7 +28,11 @@ pub struct GpuContext {
 
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GpuContext({} on {:?})", self.info.name, self.info.backend)
+        write!(
+            f,
+            "GpuContext({} on {:?})",
+            self.info.name, self.info.backend
+        )
     }
 }
 

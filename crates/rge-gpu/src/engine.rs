@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use rge_engine::{BasicEngine, EngineAttributes, EngineKind, KernelStore, RuntimeType};
 use rge_ir::{DataType, OpDesc};
-use rge_kernels::{DType, Kernel, KernelDef, KernelInit, KernelResult, KernelSet, MemSpace, PortDef, TypeSet};
+use rge_kernels::{
+    DType, Kernel, KernelDef, KernelInit, KernelResult, KernelSet, MemSpace, PortDef, TypeSet,
+};
 
 use crate::context::GpuContext;
 use crate::error::GpuError;
@@ -22,13 +24,37 @@ pub const GPU: &str = "gpu";
 
 /// Unary elementwise ops the engine runs.
 pub const UNARY_OPS: &[&str] = &[
-    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Neg", "Sqrt", "Reciprocal", "Floor",
-    "Ceil", "Round", "Sign", "Sin", "Cos", "Erf", "Softsign", "Softplus", "LeakyRelu", "Elu",
-    "Selu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Mish",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Log",
+    "Abs",
+    "Neg",
+    "Sqrt",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Sin",
+    "Cos",
+    "Erf",
+    "Softsign",
+    "Softplus",
+    "LeakyRelu",
+    "Elu",
+    "Selu",
+    "HardSigmoid",
+    "HardSwish",
+    "ThresholdedRelu",
+    "Mish",
 ];
 
 /// Binary elementwise ops (numpy broadcasting).
-pub const BINARY_OPS: &[&str] = &["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "PRelu"];
+pub const BINARY_OPS: &[&str] = &[
+    "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "PRelu",
+];
 
 /// The other ops the engine runs.
 pub const OTHER_OPS: &[&str] = &[
@@ -129,14 +155,16 @@ fn def(
     let f = floats(mem.context());
     let check_mem = mem.clone();
     let make_mem = mem.clone();
-    KernelDef::new(format!("{GPU}.{op}"), op, move |init| factory(&make_mem, init))
-        .inputs(inputs)
-        .outputs(vec![PortDef::types(f)])
-        .with_check(move |op| {
-            check_tensors(check_mem.context(), op, host_inputs)?;
-            extra(op)?;
-            compile(&check_mem, dtype_of(op)).map_err(|e| e.to_string())
-        })
+    KernelDef::new(format!("{GPU}.{op}"), op, move |init| {
+        factory(&make_mem, init)
+    })
+    .inputs(inputs)
+    .outputs(vec![PortDef::types(f)])
+    .with_check(move |op| {
+        check_tensors(check_mem.context(), op, host_inputs)?;
+        extra(op)?;
+        compile(&check_mem, dtype_of(op)).map_err(|e| e.to_string())
+    })
 }
 
 fn no_check(_: &OpDesc) -> Result<(), String> {
@@ -145,12 +173,17 @@ fn no_check(_: &OpDesc) -> Result<(), String> {
 
 fn binary_arity(op: &OpDesc) -> Result<(), String> {
     let present = (0..op.input_count())
-        .filter(|&i| op.input(i).is_some_and(|d| d.dtype() != DataType::Undefined))
+        .filter(|&i| {
+            op.input(i)
+                .is_some_and(|d| d.dtype() != DataType::Undefined)
+        })
         .count();
     if present == 2 {
         Ok(())
     } else {
-        Err(format!("the gpu kernel takes 2 inputs; this node has {present}"))
+        Err(format!(
+            "the gpu kernel takes 2 inputs; this node has {present}"
+        ))
     }
 }
 
@@ -163,8 +196,16 @@ fn map_factory(
         let dtype = init.input_type(0).unwrap_or(DType::Float);
         let pipeline = map::pipeline(mem, op, arity, dtype)?;
         let [(an, ad), (bn, bd)] = map::unary_attrs(op);
-        let alpha = if an.is_empty() { ad } else { init.float_or(an, ad)? };
-        let beta = if bn.is_empty() { bd } else { init.float_or(bn, bd)? };
+        let alpha = if an.is_empty() {
+            ad
+        } else {
+            init.float_or(an, ad)?
+        };
+        let beta = if bn.is_empty() {
+            bd
+        } else {
+            init.float_or(bn, bd)?
+        };
         let layout = match &layout {
             Layout::Permute(_) => Layout::Permute(init.ints_opt("perm")?.map(<[i64]>::to_vec)),
             l => l.clone(),
@@ -283,7 +324,12 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         conv::create,
     ));
     let pool: Arc<Compile> = Arc::new(|mem, dtype| pool::pipeline(mem, dtype).map(|_| ()));
-    for op in ["MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"] {
+    for op in [
+        "MaxPool",
+        "AveragePool",
+        "GlobalAveragePool",
+        "GlobalMaxPool",
+    ] {
         set.add(def(
             mem,
             op,
@@ -307,9 +353,15 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         ));
     }
     let copy = map_compile("Identity", 1);
-    set.add(def(mem, "Concat", vec![f()], &[], no_check, copy.clone(), |mem, init| {
-        copy::create(mem, init, false)
-    }));
+    set.add(def(
+        mem,
+        "Concat",
+        vec![f()],
+        &[],
+        no_check,
+        copy.clone(),
+        |mem, init| copy::create(mem, init, false),
+    ));
     set.add(def(
         mem,
         "Slice",
@@ -326,14 +378,19 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
 fn spatial_1d_2d(op: &OpDesc) -> Result<(), String> {
     match op.input(0).and_then(|d| d.shape().rank()) {
         Some(3 | 4) => Ok(()),
-        r => Err(format!("the gpu kernel is 1-D and 2-D; input 0 has rank {r:?}")),
+        r => Err(format!(
+            "the gpu kernel is 1-D and 2-D; input 0 has rank {r:?}"
+        )),
     }
 }
 
 /// The kernels write one output (LayerNormalization's Mean and InvStdDev stay on cpu).
 fn one_output(op: &OpDesc) -> Result<(), String> {
     let n = (0..op.output_count())
-        .filter(|&i| op.output(i).is_some_and(|d| d.dtype() != DataType::Undefined))
+        .filter(|&i| {
+            op.output(i)
+                .is_some_and(|d| d.dtype() != DataType::Undefined)
+        })
         .count();
     if n <= 1 {
         Ok(())

@@ -20,7 +20,10 @@ pub fn register(b: &mut EngineSetBuilder) -> Option<String> {
 /// The line `rge engines` prints when the engine is absent.
 pub fn absent_line() -> String {
     match rge_gpu::discover() {
-        Ok(ctx) => format!("gpu: absent (excluded by the engine options; adapter {})", ctx.describe()),
+        Ok(ctx) => format!(
+            "gpu: absent (excluded by the engine options; adapter {})",
+            ctx.describe()
+        ),
         Err(e) => format!("gpu: absent ({e}); every op runs on the other engines"),
     }
 }

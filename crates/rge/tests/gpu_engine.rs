@@ -70,19 +70,19 @@ fn node_tests_of_the_gpu_ops_pass_with_the_gpu_first() {
         }
         attempted += 1;
         let ran_on_gpu = AtomicBool::new(false);
-        let outcome = rge_conformance::run_test_by(&test, Tolerance::default(), None, &|t, inputs| {
-            let model = session
-                .compile_graph(t.model.graph.clone())
-                .map_err(|e| e.to_string())?;
-            let g = model.graph();
-            if g
-                .nodes_of(g.root())
-                .any(|n| g.op(n).is_some_and(|op| op.engine_name() == "gpu"))
-            {
-                ran_on_gpu.store(true, Ordering::Relaxed);
-            }
-            model.run(inputs).map_err(|e| e.to_string())
-        });
+        let outcome =
+            rge_conformance::run_test_by(&test, Tolerance::default(), None, &|t, inputs| {
+                let model = session
+                    .compile_graph(t.model.graph.clone())
+                    .map_err(|e| e.to_string())?;
+                let g = model.graph();
+                if g.nodes_of(g.root())
+                    .any(|n| g.op(n).is_some_and(|op| op.engine_name() == "gpu"))
+                {
+                    ran_on_gpu.store(true, Ordering::Relaxed);
+                }
+                model.run(inputs).map_err(|e| e.to_string())
+            });
         on_gpu += usize::from(ran_on_gpu.load(Ordering::Relaxed));
         if let Outcome::Failed(why) = outcome {
             failures.push(format!("{}: {why}", test.name));

@@ -117,12 +117,22 @@ impl Kernel for ConvKernel {
         let b = ctx.opt_input(2)?.filter(|b| !b.is_empty());
         let one_d = x.rank() == 3;
         if x.rank() != 4 && !one_d || w.rank() != x.rank() {
-            return Err(KernelError::invalid("the gpu Conv takes 1-D and 2-D convolutions"));
+            return Err(KernelError::invalid(
+                "the gpu Conv takes 1-D and 2-D convolutions",
+            ));
         }
         let s = x.shape();
         let ws = w.shape();
-        let (n, c, h, wd) = if one_d { (s[0], s[1], 1, s[2]) } else { (s[0], s[1], s[2], s[3]) };
-        let (m, cg, kh, kw) = if one_d { (ws[0], ws[1], 1, ws[2]) } else { (ws[0], ws[1], ws[2], ws[3]) };
+        let (n, c, h, wd) = if one_d {
+            (s[0], s[1], 1, s[2])
+        } else {
+            (s[0], s[1], s[2], s[3])
+        };
+        let (m, cg, kh, kw) = if one_d {
+            (ws[0], ws[1], 1, ws[2])
+        } else {
+            (ws[0], ws[1], ws[2], ws[3])
+        };
         let mut win = self.window.clone();
         win.kernel = [kh, kw];
         if c != cg * self.group || m % self.group != 0 {
@@ -132,7 +142,11 @@ impl Kernel for ConvKernel {
             )));
         }
         let ([oh, ow], [ph, pw]) = win.output([h, wd])?;
-        let out_shape = if one_d { vec![n, m, ow] } else { vec![n, m, oh, ow] };
+        let out_shape = if one_d {
+            vec![n, m, ow]
+        } else {
+            vec![n, m, oh, ow]
+        };
         let out = ctx.output_bytes(0, self.dtype, &out_shape)?;
         if out.is_empty() {
             return Ok(());
@@ -144,8 +158,23 @@ impl Kernel for ConvKernel {
         let bb = b.map(|b| bind(&self.mem, b.bytes()?, es)).transpose()?;
         let mg = m / self.group;
         let p: Vec<u32> = [
-            n, c, h, wd, m, oh, ow, kh, kw, win.strides[0], win.strides[1], ph, pw,
-            win.dilations[0], win.dilations[1], cg, mg,
+            n,
+            c,
+            h,
+            wd,
+            m,
+            oh,
+            ow,
+            kh,
+            kw,
+            win.strides[0],
+            win.strides[1],
+            ph,
+            pw,
+            win.dilations[0],
+            win.dilations[1],
+            cg,
+            mg,
         ]
         .iter()
         .map(|&v| v as u32)
@@ -162,10 +191,18 @@ impl Kernel for ConvKernel {
         let gx = (n * oh * ow).div_ceil(TILE as usize);
         let gy = mg.div_ceil(TILE as usize);
         if gx > limit || gy > limit || self.group > limit {
-            return Err(GpuError::Device("the Conv exceeds the adapter's dispatch limits".into()).into());
+            return Err(
+                GpuError::Device("the Conv exceeds the adapter's dispatch limits".into()).into(),
+            );
         }
         let b_ref = bb.as_ref().unwrap_or(&bw);
-        launch(gpu, &self.pipeline, &[&bx, &bw, b_ref, &by], &p, (gx as u32, gy as u32, self.group as u32))?;
+        launch(
+            gpu,
+            &self.pipeline,
+            &[&bx, &bw, b_ref, &by],
+            &p,
+            (gx as u32, gy as u32, self.group as u32),
+        )?;
         Ok(())
     }
 }

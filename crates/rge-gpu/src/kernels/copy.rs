@@ -22,7 +22,11 @@ pub struct CopyKernel {
 }
 
 /// Builds a Concat (`slice` false) or Slice kernel.
-pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>, slice: bool) -> KernelResult<Box<dyn Kernel>> {
+pub fn create(
+    mem: &Arc<DeviceMemory>,
+    init: &KernelInit<'_>,
+    slice: bool,
+) -> KernelResult<Box<dyn Kernel>> {
     let dtype = init.input_type(0).unwrap_or(DType::Float);
     let attrs = if slice && init.opset < 10 {
         Some((
@@ -44,7 +48,13 @@ pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>, slice: bool) -> Ke
 }
 
 /// Per dim (start, step, count) of a Slice over `shape`.
-fn slice_plan(shape: &[usize], starts: &[i64], ends: &[i64], axes: &[i64], steps: &[i64]) -> KernelResult<Vec<(i64, i64, usize)>> {
+fn slice_plan(
+    shape: &[usize],
+    starts: &[i64],
+    ends: &[i64],
+    axes: &[i64],
+    steps: &[i64],
+) -> KernelResult<Vec<(i64, i64, usize)>> {
     let r = shape.len() as i64;
     let mut plan: Vec<(i64, i64, usize)> = shape.iter().map(|&d| (0, 1, d)).collect();
     for (k, &a) in axes.iter().enumerate() {
@@ -67,7 +77,15 @@ fn slice_plan(shape: &[usize], starts: &[i64], ends: &[i64], axes: &[i64], steps
         } else {
             let s = clampv(s, -1, dim - 1);
             let e = clampv(e, -1, dim - 1);
-            (s, e, if s > e { (s - e + (-step) - 1) / (-step) } else { 0 })
+            (
+                s,
+                e,
+                if s > e {
+                    (s - e + (-step) - 1) / (-step)
+                } else {
+                    0
+                },
+            )
         };
         let _ = e;
         plan[a as usize] = (s, step, count as usize);
@@ -82,7 +100,12 @@ impl Kernel for CopyKernel {
             let x = ctx.input(0)?;
             let shape = x.shape().to_vec();
             let (starts, ends, axes, steps) = match &self.attrs {
-                Some((s, e, a)) => (s.clone(), e.clone(), a.clone().unwrap_or_else(|| (0..s.len() as i64).collect()), Vec::new()),
+                Some((s, e, a)) => (
+                    s.clone(),
+                    e.clone(),
+                    a.clone().unwrap_or_else(|| (0..s.len() as i64).collect()),
+                    Vec::new(),
+                ),
                 None => {
                     let starts = ctx.input(1)?.to_i64_vec()?;
                     let ends = ctx.input(2)?.to_i64_vec()?;
@@ -98,7 +121,9 @@ impl Kernel for CopyKernel {
                 }
             };
             if starts.len() != ends.len() || axes.len() != starts.len() {
-                return Err(KernelError::invalid("Slice: starts, ends and axes differ in length"));
+                return Err(KernelError::invalid(
+                    "Slice: starts, ends and axes differ in length",
+                ));
             }
             let plan = slice_plan(&shape, &starts, &ends, &axes, &steps)?;
             let own = strided::contiguous(&shape);
@@ -113,15 +138,31 @@ impl Kernel for CopyKernel {
             let a_strides: Vec<i64> = plan.iter().zip(&own).map(|(p, s)| p.1 * s).collect();
             let strides = vec![strided::contiguous(&out_shape), a_strides];
             let base = [i64::from(by.elem_offset), i64::from(bx.elem_offset) + start];
-            run_map(&self.mem, &self.pipeline, &out_shape, &strides, &[&bx, &by], &base, 0.0, 0.0)?;
+            run_map(
+                &self.mem,
+                &self.pipeline,
+                &out_shape,
+                &strides,
+                &[&bx, &by],
+                &base,
+                0.0,
+                0.0,
+            )?;
             return Ok(());
         }
         let n = ctx.input_count();
         let first = ctx.input(0)?;
         let r = first.rank() as i64;
-        let axis = if self.axis < 0 { self.axis + r } else { self.axis };
+        let axis = if self.axis < 0 {
+            self.axis + r
+        } else {
+            self.axis
+        };
         if axis < 0 || axis >= r {
-            return Err(KernelError::invalid(format!("Concat axis {} out of range", self.axis)));
+            return Err(KernelError::invalid(format!(
+                "Concat axis {} out of range",
+                self.axis
+            )));
         }
         let axis = axis as usize;
         let mut out_shape = first.shape().to_vec();
@@ -129,8 +170,11 @@ impl Kernel for CopyKernel {
         for i in 0..n {
             let t = ctx.input(i)?;
             let s = t.shape();
-            if s.len() != out_shape.len() || (0..s.len()).any(|d| d != axis && s[d] != out_shape[d]) {
-                return Err(KernelError::invalid(format!("Concat input {i} has shape {s:?}")));
+            if s.len() != out_shape.len() || (0..s.len()).any(|d| d != axis && s[d] != out_shape[d])
+            {
+                return Err(KernelError::invalid(format!(
+                    "Concat input {i} has shape {s:?}"
+                )));
             }
             out_shape[axis] += s[axis];
         }
@@ -147,8 +191,20 @@ impl Kernel for CopyKernel {
             if !t.is_empty() {
                 let bx = bind(&self.mem, t.bytes()?, es)?;
                 let strides = vec![ys.clone(), strided::contiguous(&s)];
-                let base = [i64::from(by.elem_offset) + at * ys[axis], i64::from(bx.elem_offset)];
-                run_map(&self.mem, &self.pipeline, &s, &strides, &[&bx, &by], &base, 0.0, 0.0)?;
+                let base = [
+                    i64::from(by.elem_offset) + at * ys[axis],
+                    i64::from(bx.elem_offset),
+                ];
+                run_map(
+                    &self.mem,
+                    &self.pipeline,
+                    &s,
+                    &strides,
+                    &[&bx, &by],
+                    &base,
+                    0.0,
+                    0.0,
+                )?;
             }
             at += s[axis] as i64;
         }

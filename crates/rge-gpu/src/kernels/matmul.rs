@@ -84,10 +84,7 @@ struct GemmAttrs {
 }
 
 /// The tiled pipeline for `dtype`.
-pub fn pipeline(
-    mem: &DeviceMemory,
-    dtype: DType,
-) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
     let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("MatMul: {dtype:?}")))?;
     mem.context()
         .pipeline(&format!("matmul.{ty}"), || shader(ty))
@@ -134,8 +131,16 @@ fn matmul_geometry(a: &[usize], b: &[usize]) -> KernelResult<Geometry> {
     if a.is_empty() || b.is_empty() {
         return Err(KernelError::invalid("MatMul of a scalar"));
     }
-    let a2: Vec<usize> = if a.len() == 1 { vec![1, a[0]] } else { a.to_vec() };
-    let b2: Vec<usize> = if b.len() == 1 { vec![b[0], 1] } else { b.to_vec() };
+    let a2: Vec<usize> = if a.len() == 1 {
+        vec![1, a[0]]
+    } else {
+        a.to_vec()
+    };
+    let b2: Vec<usize> = if b.len() == 1 {
+        vec![b[0], 1]
+    } else {
+        b.to_vec()
+    };
     let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
     let (kb, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
     if k != kb {
@@ -192,8 +197,16 @@ impl MatMulKernel {
         if a.len() != 2 || b.len() != 2 {
             return Err(KernelError::invalid("Gemm takes 2-D A and B"));
         }
-        let (m, k) = if g.trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
-        let (kb, n) = if g.trans_b { (b[1], b[0]) } else { (b[0], b[1]) };
+        let (m, k) = if g.trans_a {
+            (a[1], a[0])
+        } else {
+            (a[0], a[1])
+        };
+        let (kb, n) = if g.trans_b {
+            (b[1], b[0])
+        } else {
+            (b[0], b[1])
+        };
         if k != kb {
             return Err(KernelError::invalid(format!(
                 "Gemm: inner dims differ ({a:?} × {b:?})"
@@ -213,7 +226,8 @@ impl MatMulKernel {
 }
 
 fn to_u32(v: usize, what: &str) -> Result<u32, GpuError> {
-    u32::try_from(v).map_err(|_| GpuError::Device(format!("{what} {v} exceeds the gpu's index range")))
+    u32::try_from(v)
+        .map_err(|_| GpuError::Device(format!("{what} {v} exceeds the gpu's index range")))
 }
 
 impl Kernel for MatMulKernel {
@@ -264,7 +278,11 @@ impl Kernel for MatMulKernel {
                     0 => (0, 0),
                     1 => (0, usize::from(s[0] != 1)),
                     _ => (
-                        if s[s.len() - 2] == 1 { 0 } else { s[s.len() - 1] },
+                        if s[s.len() - 2] == 1 {
+                            0
+                        } else {
+                            s[s.len() - 1]
+                        },
                         usize::from(s[s.len() - 1] != 1),
                     ),
                 };

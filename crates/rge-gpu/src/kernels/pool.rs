@@ -72,7 +72,11 @@ pub struct PoolKernel {
 }
 
 /// Builds the kernel of `op` (MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool).
-pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>, op: &str) -> KernelResult<Box<dyn Kernel>> {
+pub fn create(
+    mem: &Arc<DeviceMemory>,
+    init: &KernelInit<'_>,
+    op: &str,
+) -> KernelResult<Box<dyn Kernel>> {
     let dtype = init.input_type(0).unwrap_or(DType::Float);
     let window = if op.starts_with("Global") {
         None
@@ -95,14 +99,18 @@ impl Kernel for PoolKernel {
         let x = ctx.input(0)?;
         let s = x.shape().to_vec();
         if s.len() != 3 && s.len() != 4 {
-            return Err(KernelError::invalid("the gpu pooling takes 1-D and 2-D inputs"));
+            return Err(KernelError::invalid(
+                "the gpu pooling takes 1-D and 2-D inputs",
+            ));
         }
         let one_d = s.len() == 3;
         let (h, w) = if one_d { (1, s[2]) } else { (s[2], s[3]) };
         let (win, out_hw, before) = match &self.window {
             Some(win) => {
                 if win.one_d != one_d {
-                    return Err(KernelError::invalid("kernel_shape does not match the input rank"));
+                    return Err(KernelError::invalid(
+                        "kernel_shape does not match the input rank",
+                    ));
                 }
                 let (o, b) = win.output([h, w])?;
                 (win.clone(), o, b)
@@ -136,11 +144,29 @@ impl Kernel for PoolKernel {
         let total = (s[0] * s[1] * out_hw[0] * out_hw[1]) as u64;
         let gpu = self.mem.context();
         let (gx, gy, row) = groups_1d(gpu, total)?;
-        let mode = if self.max { 0 } else if self.count_include_pad { 2 } else { 1 };
+        let mode = if self.max {
+            0
+        } else if self.count_include_pad {
+            2
+        } else {
+            1
+        };
         let p: Vec<u32> = [
-            total as usize, row as usize, h, w, out_hw[0], out_hw[1], win.kernel[0], win.kernel[1],
-            win.strides[0], win.strides[1], before[0], before[1], win.dilations[0],
-            win.dilations[1], mode,
+            total as usize,
+            row as usize,
+            h,
+            w,
+            out_hw[0],
+            out_hw[1],
+            win.kernel[0],
+            win.kernel[1],
+            win.strides[0],
+            win.strides[1],
+            before[0],
+            before[1],
+            win.dilations[0],
+            win.dilations[1],
+            mode,
         ]
         .iter()
         .map(|&v| v as u32)

@@ -98,7 +98,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
 /// The reduce pipeline for `dtype`.
 pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
     let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("reduce: {dtype:?}")))?;
-    mem.context().pipeline(&format!("reduce.{ty}"), || shader(ty))
+    mem.context()
+        .pipeline(&format!("reduce.{ty}"), || shader(ty))
 }
 
 /// A Reduce* kernel.
@@ -114,7 +115,11 @@ pub struct ReduceKernel {
 }
 
 /// Builds the kernel of `op`.
-pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>, op: &str) -> KernelResult<Box<dyn Kernel>> {
+pub fn create(
+    mem: &Arc<DeviceMemory>,
+    init: &KernelInit<'_>,
+    op: &str,
+) -> KernelResult<Box<dyn Kernel>> {
     let dtype = init.input_type(0).unwrap_or(DType::Float);
     let mode = REDUCE_OPS
         .iter()
@@ -148,7 +153,9 @@ impl Kernel for ReduceKernel {
         for &a in &axes {
             let a = if a < 0 { a + r } else { a };
             if a < 0 || a >= r {
-                return Err(KernelError::invalid(format!("axis {a} out of range for rank {r}")));
+                return Err(KernelError::invalid(format!(
+                    "axis {a} out of range for rank {r}"
+                )));
             }
             reduced[a as usize] = true;
         }
@@ -167,8 +174,14 @@ impl Kernel for ReduceKernel {
         }
         let strides = strided::contiguous(&shape);
         let pick = |want: bool| -> (Vec<usize>, Vec<i64>) {
-            let dims: Vec<usize> = (0..shape.len()).filter(|&d| reduced[d] == want).map(|d| shape[d]).collect();
-            let st: Vec<i64> = (0..shape.len()).filter(|&d| reduced[d] == want).map(|d| strides[d]).collect();
+            let dims: Vec<usize> = (0..shape.len())
+                .filter(|&d| reduced[d] == want)
+                .map(|d| shape[d])
+                .collect();
+            let st: Vec<i64> = (0..shape.len())
+                .filter(|&d| reduced[d] == want)
+                .map(|d| strides[d])
+                .collect();
             let (d, s) = strided::merge(&dims, &[st]);
             (d, s.into_iter().next().unwrap_or_default())
         };

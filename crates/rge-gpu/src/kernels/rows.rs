@@ -115,9 +115,16 @@ impl Kernel for RowsKernel {
         let x = ctx.input(0)?;
         let shape = x.shape().to_vec();
         let r = shape.len() as i64;
-        let axis = if self.axis < 0 { self.axis + r } else { self.axis };
+        let axis = if self.axis < 0 {
+            self.axis + r
+        } else {
+            self.axis
+        };
         if axis < 0 || axis > r || (axis == r && !self.flatten) {
-            return Err(KernelError::invalid(format!("axis {} out of range for rank {r}", self.axis)));
+            return Err(KernelError::invalid(format!(
+                "axis {} out of range for rank {r}",
+                self.axis
+            )));
         }
         let axis = axis as usize;
         let outer: usize = shape[..axis].iter().product();
@@ -176,7 +183,13 @@ impl Kernel for RowsKernel {
         p[10] = u32::from(bb.is_some());
         let s_ref = bs.as_ref().unwrap_or(&bx);
         let b_ref = bb.as_ref().unwrap_or(&bx);
-        launch(gpu, &self.pipeline, &[&bx, s_ref, b_ref, &by], &p, (gx, gy, 1))?;
+        launch(
+            gpu,
+            &self.pipeline,
+            &[&bx, s_ref, b_ref, &by],
+            &p,
+            (gx, gy, 1),
+        )?;
         Ok(())
     }
 }

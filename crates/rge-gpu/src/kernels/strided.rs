@@ -34,8 +34,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let r = a.len().max(b.len());
     (0..r)
         .map(|d| {
-            let x = if d + a.len() >= r { a[d + a.len() - r] } else { 1 };
-            let y = if d + b.len() >= r { b[d + b.len() - r] } else { 1 };
+            let x = if d + a.len() >= r {
+                a[d + a.len() - r]
+            } else {
+                1
+            };
+            let y = if d + b.len() >= r {
+                b[d + b.len() - r]
+            } else {
+                1
+            };
             match (x, y) {
                 (x, y) if x == y => Some(x),
                 (1, y) => Some(y),

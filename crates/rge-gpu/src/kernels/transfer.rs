@@ -87,7 +87,9 @@ impl Kernel for Transfer {
                     enc.copy_buffer_to_buffer(w, 0, &dst.buffer, dst.offset, w.size());
                     gpu.queue.submit(Some(enc.finish()));
                 }
-                None => gpu.queue.write_buffer(&dst.buffer, dst.offset, &padded(src)),
+                None => gpu
+                    .queue
+                    .write_buffer(&dst.buffer, dst.offset, &padded(src)),
             }
             return Ok(());
         }

@@ -23,7 +23,9 @@ fn two(v: &[i64], what: &str, one_d: bool, default: usize) -> KernelResult<[usiz
         (0, _) => Ok([default, default]),
         (1, true) => Ok([1, v[0]]),
         (2, false) => Ok([v[0], v[1]]),
-        _ => Err(KernelError::invalid(format!("{what} {v:?} does not fit a 2-D window"))),
+        _ => Err(KernelError::invalid(format!(
+            "{what} {v:?} does not fit a 2-D window"
+        ))),
     }
 }
 
@@ -31,12 +33,20 @@ impl Window {
     /// The window of a node whose spatial kernel is `kernel` (from the attribute or the
     /// weights).
     pub fn from_init(init: &KernelInit<'_>, kernel: &[i64], one_d: bool) -> KernelResult<Window> {
-        let pads: Vec<usize> = init.ints_or_empty("pads")?.iter().map(|&x| x.max(0) as usize).collect();
+        let pads: Vec<usize> = init
+            .ints_or_empty("pads")?
+            .iter()
+            .map(|&x| x.max(0) as usize)
+            .collect();
         let pads = match (pads.len(), one_d) {
             (0, _) => [0; 4],
             (2, true) => [0, pads[0], 0, pads[1]],
             (4, false) => [pads[0], pads[1], pads[2], pads[3]],
-            _ => return Err(KernelError::invalid(format!("pads {pads:?} do not fit a 2-D window"))),
+            _ => {
+                return Err(KernelError::invalid(format!(
+                    "pads {pads:?} do not fit a 2-D window"
+                )))
+            }
         };
         Ok(Window {
             kernel: two(kernel, "kernel_shape", one_d, 1)?,
@@ -60,19 +70,29 @@ impl Window {
                 "SAME_UPPER" | "SAME_LOWER" => {
                     let o = hw[d].div_ceil(s);
                     let total = ((o - 1) * s + k).saturating_sub(hw[d]);
-                    let b = if self.auto_pad == "SAME_UPPER" { total / 2 } else { total.div_ceil(2) };
+                    let b = if self.auto_pad == "SAME_UPPER" {
+                        total / 2
+                    } else {
+                        total.div_ceil(2)
+                    };
                     (o, b)
                 }
                 "VALID" => ((hw[d].saturating_sub(k)) / s + 1, 0),
                 _ => {
                     let span = hw[d] + self.pads[d] + self.pads[d + 2];
                     if span < k {
-                        return Err(KernelError::invalid("the window is larger than the padded input"));
+                        return Err(KernelError::invalid(
+                            "the window is larger than the padded input",
+                        ));
                     }
                     let o = if self.ceil_mode {
                         let o = (span - k).div_ceil(s) + 1;
                         // The last window must start inside the input or the left pad.
-                        if (o - 1) * s >= hw[d] + self.pads[d] { o - 1 } else { o }
+                        if (o - 1) * s >= hw[d] + self.pads[d] {
+                            o - 1
+                        } else {
+                            o
+                        }
                     } else {
                         (span - k) / s + 1
                     };
