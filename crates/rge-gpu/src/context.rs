@@ -49,6 +49,7 @@ pub fn discover() -> Result<Arc<GpuContext>, GpuError> {
         power_preference: wgpu::PowerPreference::HighPerformance,
         force_fallback_adapter: false,
         compatible_surface: None,
+        apply_limit_buckets: false,
     }))
     .map_err(|e| GpuError::Absent(format!("no gpu adapter (Vulkan, Metal or DX12): {e}")))?;
     let info = adapter.get_info();

@@ -27,3 +27,9 @@ impl From<GpuError> for rge_kernels::KernelError {
         rge_kernels::KernelError::invalid(e.to_string())
     }
 }
+
+impl From<rge_kernels::KernelError> for GpuError {
+    fn from(e: rge_kernels::KernelError) -> Self {
+        GpuError::Device(e.to_string())
+    }
+}

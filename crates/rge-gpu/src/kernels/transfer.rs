@@ -115,7 +115,10 @@ impl Kernel for Transfer {
             .map_err(|_| GpuError::Device("the readback was dropped".into()))?
             .map_err(|e| GpuError::Device(format!("reading back a tensor: {e}")))?;
         {
-            let view = staging.slice(..).get_mapped_range();
+            let view = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| GpuError::Device(format!("reading back a tensor: {e:?}")))?;
             out.copy_from_slice(&view[..out.len()]);
         }
         staging.unmap();
