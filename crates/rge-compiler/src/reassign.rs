@@ -46,9 +46,74 @@ pub trait ReassignPass: Send + Sync {
     fn run(&self, ctx: &ReassignCtx<'_>, placement: &mut Placement) -> CompileResult<()>;
 }
 
-/// The default passes, in GE's order: dynamic data flow, then host-exec.
+/// The default passes, in GE's order: dynamic data flow, then host-exec; then rge's own:
+/// subgraph nodes stay in host memory.
 pub fn default_passes() -> Vec<Arc<dyn ReassignPass>> {
-    vec![Arc::new(DynamicDataFlowPass), Arc::new(HostExecPass)]
+    vec![
+        Arc::new(DynamicDataFlowPass),
+        Arc::new(HostExecPass),
+        Arc::new(SubgraphHostSpacePass),
+    ]
+}
+
+/// Nodes inside subgraphs (If/Loop/Scan bodies) run where host memory is: transfers are
+/// inserted on the root graph only, and a body's values cross its boundary by the control-flow
+/// kernels' host copies. A subgraph node placed on an engine with its own memory space (the
+/// gpu) moves to the cheapest engine in host memory that supports it.
+pub struct SubgraphHostSpacePass;
+
+impl ReassignPass for SubgraphHostSpacePass {
+    fn name(&self) -> &str {
+        "SubgraphHostSpacePass"
+    }
+
+    fn run(&self, ctx: &ReassignCtx<'_>, placement: &mut Placement) -> CompileResult<()> {
+        let m = ctx.manager;
+        let off_host: Vec<EngineId> = m
+            .ids()
+            .filter(|&id| !m.engine(id).memory_space().is_host())
+            .collect();
+        if off_host.is_empty() {
+            return Ok(());
+        }
+        let root = ctx.graph.root();
+        let moved: Vec<NodeId> = placement
+            .order
+            .iter()
+            .copied()
+            .filter(|&n| ctx.graph.graph_of(n).is_some_and(|g| g != root))
+            .filter(|&n| placement.engine_id(n).is_some_and(|e| off_host.contains(&e)))
+            .collect();
+        for n in moved {
+            let from = placement.engine_id(n).map(|e| m.name(e).to_string());
+            let to = m
+                .by_cost()
+                .iter()
+                .copied()
+                .filter(|id| !off_host.contains(id))
+                .find(|&id| matches!(ctx.ask(id, n), Support::Yes));
+            let Some(to) = to else {
+                return Err(CompileError::Placement {
+                    node: ctx.graph.name_of(n).to_string(),
+                    message: format!(
+                        "is in a subgraph, and no engine in host memory supports it (placed on `{}`)",
+                        from.unwrap_or_default()
+                    ),
+                });
+            };
+            placement.reassign(
+                n,
+                to,
+                None,
+                self.name(),
+                format!(
+                    "in a subgraph, whose values stay in host memory (engine `{}` has its own)",
+                    from.unwrap_or_default()
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// GE's `HostcpuEngineUpdatePass`: nodes flagged `_host_exec_flag` (true or non-zero) go to

@@ -342,15 +342,32 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
     }
     let reduce: Arc<Compile> = Arc::new(|mem, dtype| reduce::pipeline(mem, dtype).map(|_| ()));
     for &op in reduce::REDUCE_OPS {
-        set.add(def(
-            mem,
-            op,
-            vec![f(), host()],
-            &[1],
-            no_check,
-            reduce.clone(),
-            move |mem, init| reduce::create(mem, init, op),
-        ));
+        // The axes moved from an attribute to input 1 (a host tensor) at this opset.
+        let switch = if op == "ReduceSum" { 13 } else { 18 };
+        set.add(
+            def(
+                mem,
+                op,
+                vec![f()],
+                &[],
+                no_check,
+                reduce.clone(),
+                move |mem, init| reduce::create(mem, init, op),
+            )
+            .opsets(1, switch - 1),
+        );
+        set.add(
+            def(
+                mem,
+                op,
+                vec![f(), host()],
+                &[1],
+                no_check,
+                reduce.clone(),
+                move |mem, init| reduce::create(mem, init, op),
+            )
+            .opsets(switch, i64::MAX),
+        );
     }
     let copy = map_compile("Identity", 1);
     set.add(def(
@@ -362,15 +379,31 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         copy.clone(),
         |mem, init| copy::create(mem, init, false),
     ));
-    set.add(def(
-        mem,
-        "Slice",
-        vec![f(), host(), host(), host(), host()],
-        &[1, 2, 3, 4],
-        no_check,
-        copy,
-        |mem, init| copy::create(mem, init, true),
-    ));
+    // Slice-1 takes starts/ends/axes as attributes; from opset 10 they are host inputs.
+    set.add(
+        def(
+            mem,
+            "Slice",
+            vec![f()],
+            &[],
+            no_check,
+            copy.clone(),
+            |mem, init| copy::create(mem, init, true),
+        )
+        .opsets(1, 9),
+    );
+    set.add(
+        def(
+            mem,
+            "Slice",
+            vec![f(), host(), host(), host(), host()],
+            &[1, 2, 3, 4],
+            no_check,
+            copy,
+            |mem, init| copy::create(mem, init, true),
+        )
+        .opsets(10, i64::MAX),
+    );
     set
 }
 

@@ -138,6 +138,18 @@ impl<'m> InputSpaces<'m> {
     }
 }
 
+/// The first engine (by cost) whose memory space is `space`; `None` for the host space.
+fn space_owner(manager: &EngineManager, space: &MemSpace) -> Option<String> {
+    if space.is_host() {
+        return None;
+    }
+    manager
+        .by_cost()
+        .iter()
+        .find(|&&id| manager.engine(id).memory_space() == *space)
+        .map(|&id| manager.name(id).to_string())
+}
+
 /// Inserts a transfer on every data edge of the root graph whose producer writes another
 /// memory space than its consumer reads (one transfer per tensor and destination space,
 /// shared by its consumers). Returns the number inserted.
@@ -195,9 +207,11 @@ pub fn insert_transfers(
             t.attrs_mut().set(FROM_SPACE_ATTR, have.name());
             t.attrs_mut().set(TO_SPACE_ATTR, want.name());
             // The copy belongs to the engine on the device side of the crossing (as
-            // onnxruntime gives memcpy nodes to the non-CPU provider).
+            // onnxruntime gives memcpy nodes to the non-CPU provider): to host, the engine
+            // whose space the tensor is in (the producer may be a view that only follows it).
             let engine = if want.is_host() {
-                graph.op(src.node).map(|p| effective_engine(p).to_string())
+                space_owner(manager, &have)
+                    .or_else(|| graph.op(src.node).map(|p| effective_engine(p).to_string()))
             } else {
                 Some(op.engine_name().to_string())
             };

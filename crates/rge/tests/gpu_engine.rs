@@ -70,8 +70,21 @@ fn node_tests_of_the_gpu_ops_pass_with_the_gpu_first() {
         }
         attempted += 1;
         let ran_on_gpu = AtomicBool::new(false);
+        // f16 tensors are computed in f32 and stored in f16 between ops: 1e-2 (the issue's
+        // bar for f16), 1e-3 (onnxruntime's rule) otherwise.
+        let half = test.data_sets.iter().flat_map(|d| &d.outputs).any(|v| {
+            matches!(v, rge_kernels::Value::Tensor(t) if t.dtype() == rge_kernels::DType::Float16)
+        });
+        let tolerance = if half {
+            Tolerance {
+                rtol: 1e-2,
+                atol: 1e-3,
+            }
+        } else {
+            Tolerance::default()
+        };
         let outcome =
-            rge_conformance::run_test_by(&test, Tolerance::default(), None, &|t, inputs| {
+            rge_conformance::run_test_by(&test, tolerance, None, &|t, inputs| {
                 let model = session
                     .compile_graph(t.model.graph.clone())
                     .map_err(|e| e.to_string())?;

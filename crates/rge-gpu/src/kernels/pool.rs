@@ -30,7 +30,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
     let ow = i32(q % p[5]);
     let mode = p[14];
     var acc = 0.0;
-    if (mode == 0u) {{ acc = -3.4e38; }}
+    if (mode == 0u) {{ acc = bitcast<f32>(0xff800000u); }}
     var count = 0u;
     for (var kh = 0u; kh < p[6]; kh = kh + 1u) {{
         let ih = oh * i32(p[8]) - i32(p[10]) + i32(kh * p[12]);

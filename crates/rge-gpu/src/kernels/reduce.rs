@@ -45,7 +45,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
         rem = rem / p[8u + k];
     }}
     let mode = p[6];
-    var m = -3.4e38;
+    var m = bitcast<f32>(0xff800000u);
     if (mode == 9u) {{
         for (var j = 0u; j < p[7]; j = j + 1u) {{
             var r = j;
@@ -59,8 +59,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
         }}
     }}
     var acc = 0.0;
-    if (mode == 2u) {{ acc = -3.4e38; }}
-    if (mode == 3u) {{ acc = 3.4e38; }}
+    if (mode == 2u) {{ acc = bitcast<f32>(0xff800000u); }}
+    if (mode == 3u) {{ acc = bitcast<f32>(0x7f800000u); }}
     if (mode == 4u) {{ acc = 1.0; }}
     for (var j = 0u; j < p[7]; j = j + 1u) {{
         var r = j;

@@ -56,7 +56,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
         }}
         return;
     }}
-    var m = -3.0e38;
+    var m = bitcast<f32>(0xff800000u);
     for (var a = 0u; a < len; a = a + 1u) {{ m = max(m, f32(x[xo + a * inner])); }}
     var s = 0.0;
     for (var a = 0u; a < len; a = a + 1u) {{ s = s + exp(f32(x[xo + a * inner]) - m); }}
