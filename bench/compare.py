@@ -474,11 +474,15 @@ def main():
         names = []
 
     import onnxruntime
-    import openvino
+    if "ov" in args.skip:
+        ov_version = "skipped"
+    else:
+        import openvino
+        ov_version = openvino.__version__.split("-")[0]
     result = {
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
         "versions": {"onnxruntime": onnxruntime.__version__,
-                     "openvino": openvino.__version__.split("-")[0],
+                     "openvino": ov_version,
                      "onnx": onnx.__version__},
         "threads": threads, "runs": args.runs, "warmup": args.warmup,
     }

@@ -2,7 +2,7 @@
 # Each model's latency with and without the gpu engine, and the time its runs spend in
 # transfers (MemcpyAsync in the per-op profile), from `rge bench` in the same run.
 #
-#   bash bench/gpu.sh [--runs N] [MODEL.onnx …]
+#   bash bench/gpu.sh [--runs N] [--threads N] [MODEL.onnx …]
 #
 # Default models: build/bench-models/*/model.onnx (bench/compare.sh generates them). Builds the
 # release rge with `--features gpu` unless RGE_BENCH_NO_BUILD=1 (RGE_BIN: the binary). With no
@@ -12,10 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=5
+THREADS=$(nproc)
 MODELS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
+    --threads) THREADS="$2"; shift 2 ;;
     -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) MODELS+=("$1"); shift ;;
   esac
@@ -35,7 +37,7 @@ fi
 
 bench() { # model, extra args… → the json of rge bench
   local model="$1"; shift
-  "$RGE" bench "$model" --random-inputs --runs "$RUNS" --warmup 1 --json "$@" 2>/dev/null
+  "$RGE" bench "$model" --random-inputs --runs "$RUNS" --warmup 2 --threads "$THREADS" --json "$@" 2>/dev/null
 }
 
 printf '%-28s %12s %12s %8s %14s\n' model "gpu ms" "no-gpu ms" ratio "transfers ms"

@@ -82,7 +82,11 @@ impl ReassignPass for SubgraphHostSpacePass {
             .iter()
             .copied()
             .filter(|&n| ctx.graph.graph_of(n).is_some_and(|g| g != root))
-            .filter(|&n| placement.engine_id(n).is_some_and(|e| off_host.contains(&e)))
+            .filter(|&n| {
+                placement
+                    .engine_id(n)
+                    .is_some_and(|e| off_host.contains(&e))
+            })
             .collect();
         for n in moved {
             let from = placement.engine_id(n).map(|e| m.name(e).to_string());

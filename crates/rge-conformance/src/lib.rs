@@ -15,6 +15,6 @@ pub use data::{load_test, NodeTest, TestDataSet};
 pub use distribution::{compare_by_distribution, parse_rules, DistRule};
 pub use reference::interpret;
 pub use suite::{
-    check_family, list_tests, node_tests_dir, op_types_of, run_suite, run_suite_by, run_suite_with, run_test_by,
-    Coverage, Outcome, Runner, SuiteReport,
+    check_family, list_tests, node_tests_dir, op_types_of, run_suite, run_suite_by, run_suite_with,
+    run_test_by, Coverage, Outcome, Runner, SuiteReport,
 };

@@ -11,6 +11,11 @@ use crate::error::GpuError;
 /// The environment variable that turns the engine off (`RGE_GPU=0`).
 pub const GPU_ENV: &str = "RGE_GPU";
 
+/// The environment variable that makes every recorded command wait for the device
+/// (`RGE_GPU_SYNC=1`): per-op profiles then show each kernel's device time, as
+/// CUDA_LAUNCH_BLOCKING does for CUDA.
+pub const GPU_SYNC_ENV: &str = "RGE_GPU_SYNC";
+
 /// How long the host waits on the queue before a wait is an error (a hung device).
 const WAIT_LIMIT: Duration = Duration::from_secs(600);
 
@@ -24,7 +29,15 @@ pub struct GpuContext {
     pub f16: bool,
     faults: Arc<Mutex<Option<String>>>,
     pipelines: Mutex<HashMap<String, Result<Arc<wgpu::ComputePipeline>, String>>>,
+    /// Commands recorded and not yet submitted, and how many.
+    pending: Mutex<Option<(wgpu::CommandEncoder, usize)>>,
+    /// Wait for the device after every command (`RGE_GPU_SYNC=1`).
+    sync: bool,
 }
+
+/// Commands recorded before the queue is given them: one submission costs far more than one
+/// recorded dispatch, and the device starts on a batch while the host records the next.
+const BATCH: usize = 32;
 
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -90,6 +103,8 @@ pub fn discover() -> Result<Arc<GpuContext>, GpuError> {
         f16,
         faults,
         pipelines: Mutex::default(),
+        pending: Mutex::default(),
+        sync: std::env::var(GPU_SYNC_ENV).is_ok_and(|v| v.trim() == "1"),
     }))
 }
 
@@ -166,9 +181,52 @@ impl GpuContext {
         }
     }
 
-    /// Blocks until the queue has finished everything submitted (an event the host waits
+    /// Records commands on the stream (submitted in order with the ones before; the queue
+    /// gets them in batches, and at every [`GpuContext::flush`]).
+    pub fn record(&self, f: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<(), GpuError> {
+        self.check_faults()?;
+        let mut pending = self
+            .pending
+            .lock()
+            .map_err(|_| GpuError::Device("command recorder poisoned".into()))?;
+        let (encoder, count) = pending.get_or_insert_with(|| {
+            let e = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            (e, 0)
+        });
+        f(encoder);
+        *count += 1;
+        if *count >= BATCH || self.sync {
+            if let Some((e, _)) = pending.take() {
+                self.queue.submit(Some(e.finish()));
+            }
+        }
+        drop(pending);
+        if self.sync {
+            self.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Submits what was recorded (before a queue write, which the queue orders before the
+    /// next submission, and before the host waits).
+    pub fn flush(&self) -> Result<(), GpuError> {
+        let taken = self
+            .pending
+            .lock()
+            .map_err(|_| GpuError::Device("command recorder poisoned".into()))?
+            .take();
+        if let Some((e, _)) = taken {
+            self.queue.submit(Some(e.finish()));
+        }
+        Ok(())
+    }
+
+    /// Blocks until the queue has finished everything recorded (an event the host waits
     /// on); a device that does not finish within the limit is an error, not a hang.
     pub fn wait(&self) -> Result<(), GpuError> {
+        self.flush()?;
         self.device
             .poll(wgpu::PollType::Wait {
                 submission_index: None,

@@ -1,7 +1,7 @@
 //! Launching a compute shader on the queue (the gpu stream): each tensor is bound as its own
 //! storage range (the offset aligned down to the adapter's binding alignment, the remainder
 //! passed to the shader as an element offset), the parameters as one read-only buffer of u32
-//! words; the command buffer is submitted and not waited on.
+//! words; the dispatch is recorded on the stream and not waited on.
 
 use std::sync::Arc;
 
@@ -64,8 +64,22 @@ pub fn groups_1d(ctx: &GpuContext, n: u64) -> Result<(u32, u32, u32), GpuError> 
     Ok((x as u32, y as u32, x as u32 * GROUP))
 }
 
+/// Workgroup counts for `n` workgroups (one per row, say): (x, y) within the per-dimension
+/// limit, and x (the workgroups per row of the grid).
+pub fn groups_2d(ctx: &GpuContext, n: u64) -> Result<(u32, u32, u32), GpuError> {
+    let max = u64::from(ctx.limits.max_compute_workgroups_per_dimension).max(1);
+    let x = n.clamp(1, max);
+    let y = n.div_ceil(x);
+    if y > max {
+        return Err(GpuError::Device(format!(
+            "{n} workgroups exceed the adapter's dispatch limits"
+        )));
+    }
+    Ok((x as u32, y as u32, x as u32))
+}
+
 /// Records one dispatch of `pipeline` over `tensors` (bindings 0..) and `params` (the next
-/// binding) and submits it without waiting.
+/// binding) on the stream, without waiting.
 pub fn launch(
     ctx: &GpuContext,
     pipeline: &Arc<wgpu::ComputePipeline>,
@@ -103,15 +117,11 @@ pub fn launch(
         layout: &layout,
         entries: &entries,
     });
-    let mut encoder = ctx
-        .device
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-    {
+    ctx.record(|encoder| {
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(groups.0, groups.1, groups.2);
-    }
-    ctx.queue.submit(Some(encoder.finish()));
+    })?;
     Ok(())
 }

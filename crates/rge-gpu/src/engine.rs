@@ -14,13 +14,19 @@ use rge_kernels::{
 
 use crate::context::GpuContext;
 use crate::error::GpuError;
+use crate::kernels::epilogue::{Activation, ACTIVATIONS};
 use crate::kernels::map::{self, Layout, MapKernel};
+use crate::kernels::matmul::MatMulOp;
 use crate::kernels::rows::{self, RowOp};
+use crate::kernels::tile;
 use crate::kernels::{conv, copy, matmul, pool, reduce, strided::MAX_RANK, transfer};
 use crate::memory::{DeviceMemory, GpuAllocator, GPU_SPACE};
 
 /// The engine's name.
 pub const GPU: &str = "gpu";
+
+/// The domain of rge's own fused ops (`rge_ops`' `RGE_DOMAIN`).
+pub const RGE_DOMAIN: &str = "ai.rge";
 
 /// Unary elementwise ops the engine runs.
 pub const UNARY_OPS: &[&str] = &[
@@ -66,6 +72,8 @@ pub const OTHER_OPS: &[&str] = &[
     "LogSoftmax",
     "LayerNormalization",
     "Conv",
+    "FusedConv",
+    "FusedMatMul",
     "Concat",
     "Slice",
     "MaxPool",
@@ -278,7 +286,9 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         map_compile("Expand", 1),
         map_factory("Expand", 1, Layout::Broadcast),
     ));
-    let mm: Arc<Compile> = Arc::new(|mem, dtype| matmul::pipeline(mem, dtype).map(|_| ()));
+    let mm: Arc<Compile> = Arc::new(|mem, dtype| {
+        matmul::pipeline(mem, dtype, &Activation::NONE, tile::LARGE).map(|_| ())
+    });
     set.add(def(
         mem,
         "MatMul",
@@ -286,7 +296,7 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         &[],
         no_check,
         mm.clone(),
-        |mem, init| matmul::create(mem, init, false),
+        |mem, init| matmul::create(mem, init, MatMulOp::MatMul),
     ));
     set.add(def(
         mem,
@@ -294,9 +304,23 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         vec![f()],
         &[],
         no_check,
-        mm,
-        |mem, init| matmul::create(mem, init, true),
+        mm.clone(),
+        |mem, init| matmul::create(mem, init, MatMulOp::Gemm),
     ));
+    // The dense engine's optimizer writes these before placement; the gpu runs them with the
+    // same epilogue (bias, residual, activation) so that it keeps the fused nodes.
+    set.add(
+        def(
+            mem,
+            "FusedMatMul",
+            vec![f()],
+            &[],
+            known_activation,
+            mm,
+            |mem, init| matmul::create(mem, init, MatMulOp::Fused),
+        )
+        .domain(RGE_DOMAIN),
+    );
     let rows: Arc<Compile> = Arc::new(|mem, dtype| rows::pipeline(mem, dtype).map(|_| ()));
     for (op, kind) in [
         ("Softmax", RowOp::Softmax),
@@ -313,16 +337,30 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
             move |mem, init| rows::create(mem, init, kind),
         ));
     }
-    let conv: Arc<Compile> = Arc::new(|mem, dtype| conv::pipeline(mem, dtype).map(|_| ()));
+    let conv: Arc<Compile> = Arc::new(|mem, dtype| {
+        conv::pipeline(mem, dtype, &Activation::NONE, tile::LARGE).map(|_| ())
+    });
     set.add(def(
         mem,
         "Conv",
         vec![f()],
         &[],
         spatial_1d_2d,
-        conv,
-        conv::create,
+        conv.clone(),
+        |mem, init| conv::create(mem, init, false),
     ));
+    set.add(
+        def(
+            mem,
+            "FusedConv",
+            vec![f()],
+            &[],
+            |o| spatial_1d_2d(o).and_then(|()| known_activation(o)),
+            conv,
+            |mem, init| conv::create(mem, init, true),
+        )
+        .domain(RGE_DOMAIN),
+    );
     let pool: Arc<Compile> = Arc::new(|mem, dtype| pool::pipeline(mem, dtype).map(|_| ()));
     for op in [
         "MaxPool",
@@ -405,6 +443,21 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         .opsets(10, i64::MAX),
     );
     set
+}
+
+/// A fused op's activation is one the gpu's epilogues apply.
+fn known_activation(op: &OpDesc) -> Result<(), String> {
+    let name = op
+        .attrs()
+        .get_str("activation")
+        .ok()
+        .flatten()
+        .unwrap_or("");
+    if ACTIVATIONS.contains(&name) {
+        Ok(())
+    } else {
+        Err(format!("the gpu epilogue has no activation `{name}`"))
+    }
 }
 
 /// Conv and pooling kernels are 1-D and 2-D.

@@ -83,19 +83,18 @@ fn node_tests_of_the_gpu_ops_pass_with_the_gpu_first() {
         } else {
             Tolerance::default()
         };
-        let outcome =
-            rge_conformance::run_test_by(&test, tolerance, None, &|t, inputs| {
-                let model = session
-                    .compile_graph(t.model.graph.clone())
-                    .map_err(|e| e.to_string())?;
-                let g = model.graph();
-                if g.nodes_of(g.root())
-                    .any(|n| g.op(n).is_some_and(|op| op.engine_name() == "gpu"))
-                {
-                    ran_on_gpu.store(true, Ordering::Relaxed);
-                }
-                model.run(inputs).map_err(|e| e.to_string())
-            });
+        let outcome = rge_conformance::run_test_by(&test, tolerance, None, &|t, inputs| {
+            let model = session
+                .compile_graph(t.model.graph.clone())
+                .map_err(|e| e.to_string())?;
+            let g = model.graph();
+            if g.nodes_of(g.root())
+                .any(|n| g.op(n).is_some_and(|op| op.engine_name() == "gpu"))
+            {
+                ran_on_gpu.store(true, Ordering::Relaxed);
+            }
+            model.run(inputs).map_err(|e| e.to_string())
+        });
         on_gpu += usize::from(ran_on_gpu.load(Ordering::Relaxed));
         if let Outcome::Failed(why) = outcome {
             failures.push(format!("{}: {why}", test.name));
@@ -251,4 +250,108 @@ fn rge_gpu_0_turns_the_engine_off_and_rge_engines_says_so() {
     assert!(out.status.success(), "{text}");
     let line = text.lines().find(|l| l.starts_with("gpu:")).unwrap_or("");
     assert!(line.contains("RGE_GPU=0"), "{text}");
+}
+
+/// A residual CNN block and a transformer MLP: the dense engine's optimizer fuses Conv+bias+
+/// Relu (with a residual Add), the depthwise Conv+Clip, and MatMul+Add+GELU before
+/// placement; the gpu runs the fused nodes with their epilogues.
+fn fused_block() -> rge_formats::onnx_proto::ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 8, 9, 9]);
+    let w1 = n.weight(&[8, 8, 3, 3], 11);
+    let b1 = n.weight(&[8], 12);
+    let pads = a_ints("pads", &[1, 1, 1, 1]);
+    let c1 = n.op("Conv", &[&x, &w1, &b1], vec![pads.clone()]);
+    let r1 = n.op("Relu", &[&c1], vec![]);
+    let w2 = n.weight(&[8, 8, 3, 3], 13);
+    let c2 = n.op("Conv", &[&r1, &w2], vec![pads.clone()]);
+    let s = n.op("Add", &[&c2, &x], vec![]);
+    let r2 = n.op("Relu", &[&s], vec![]);
+    let wd = n.weight(&[8, 1, 3, 3], 14);
+    let bd = n.weight(&[8], 15);
+    let d = n.op(
+        "Conv",
+        &[&r2, &wd, &bd],
+        vec![pads, a_int("group", 8), a_ints("strides", &[2, 2])],
+    );
+    let lo = n.scalar(0.0);
+    let hi = n.scalar(6.0);
+    let d = n.op("Clip", &[&d, &lo, &hi], vec![]);
+    let shape = n.ints(&[2, 8, 25]);
+    let t = n.op("Reshape", &[&d, &shape], vec![]);
+    let wm = n.weight(&[25, 40], 16);
+    let bm = n.weight(&[40], 17);
+    let h = n.op("MatMul", &[&t, &wm], vec![]);
+    let h = n.op("Add", &[&h, &bm], vec![]);
+    // erf-GELU as exporters write it (the graph optimizations make it one Gelu).
+    let r2 = n.scalar(std::f32::consts::FRAC_1_SQRT_2);
+    let e = n.op("Mul", &[&h, &r2], vec![]);
+    let e = n.op("Erf", &[&e], vec![]);
+    let one = n.scalar(1.0);
+    let e = n.op("Add", &[&e, &one], vec![]);
+    let half = n.scalar(0.5);
+    let hh = n.op("Mul", &[&h, &half], vec![]);
+    n.op_to("Mul", &[&hh, &e], "y", vec![]);
+    n.output("y", F32, &[2, 8, 40]);
+    n.model()
+}
+
+#[test]
+fn fused_convolutions_and_matmuls_run_on_the_gpu_with_their_epilogues() {
+    let Some(a) = adapter("fused block") else {
+        return;
+    };
+    let m = fused_block();
+    let gpu = compile(&m, EngineArgs::default());
+    let cpu = compile(&m, without_gpu());
+    assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let compiled = set.pipeline().compile(graph_of(&m)).unwrap();
+    let g = &compiled.graph;
+    let fused: Vec<(String, String)> = g
+        .nodes_of(g.root())
+        .filter_map(|n| g.op(n))
+        .filter(|op| op.op_type().starts_with("Fused"))
+        .map(|op| (op.op_type().to_string(), op.engine_name().to_string()))
+        .collect();
+    assert!(
+        fused.iter().filter(|(t, _)| t == "FusedConv").count() >= 2
+            && fused.iter().any(|(t, _)| t == "FusedMatMul"),
+        "{fused:?}"
+    );
+    assert!(fused.iter().all(|(_, e)| e == "gpu"), "{fused:?} on {a}");
+}
+
+/// Outputs large enough for the 64×64 tiles (4×4 per thread), and a Softmax and
+/// LayerNormalization over rows longer than a workgroup, against the host engines.
+#[test]
+fn large_outputs_take_the_large_tiles_and_match() {
+    let Some(_) = adapter("large tiles") else {
+        return;
+    };
+    let mut n = Net::new();
+    let a = n.input("a", F32, &[1100, 70]);
+    let w = n.weight(&[70, 1100], 21);
+    let mm = n.op("MatMul", &[&a, &w], vec![]);
+    let sm = n.op("Softmax", &[&mm], vec![a_int("axis", -1)]);
+    let g = n.weight(&[1100], 22);
+    let b = n.weight(&[1100], 23);
+    n.op_to("LayerNormalization", &[&mm, &g, &b], "ln", vec![]);
+    n.op_to("Identity", &[&sm], "sm", vec![]);
+    let x = n.input("x", F32, &[2, 8, 128, 128]);
+    let k = n.weight(&[64, 8, 3, 3], 24);
+    let kb = n.weight(&[64], 25);
+    n.op_to(
+        "Conv",
+        &[&x, &k, &kb],
+        "y",
+        vec![a_ints("pads", &[1, 1, 1, 1])],
+    );
+    n.output("ln", F32, &[1100, 1100]);
+    n.output("sm", F32, &[1100, 1100]);
+    n.output("y", F32, &[2, 64, 128, 128]);
+    let m = n.model();
+    let gpu = compile(&m, EngineArgs::default());
+    let cpu = compile(&m, without_gpu());
+    assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
 }

@@ -1,101 +1,220 @@
 //! Conv as an implicit GEMM: per group, the weights [M/g, C/g·KH·KW] times the im2col matrix
 //! [C/g·KH·KW, N·OH·OW] that the shader gathers from the input on the fly (zero outside the
-//! pads), in 16×16 tiles staged in workgroup memory; the bias is added on the way out. A
-//! depthwise Conv is the case C/g = 1.
+//! pads), in 64×64 tiles (4×4 per thread; 32×32 and 2×2 for small outputs) staged in
+//! workgroup memory; the bias, FusedConv's
+//! residual and activation are applied on the way out. A depthwise Conv is the case C/g = 1.
 
 use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::dispatch::{bind, launch};
+use crate::dispatch::{bind, groups_1d, launch, GROUP};
 use crate::error::GpuError;
+use crate::kernels::epilogue::Activation;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
+use crate::kernels::tile::{self, DEPTH, TILE_THREADS};
 use crate::kernels::window::Window;
 use crate::memory::DeviceMemory;
 
-const TILE: u32 = 16;
-
-fn shader(ty: &str) -> String {
+fn shader(ty: &str, act: &Activation, r: u32) -> String {
+    let tile = TILE_THREADS * r;
     format!(
         "{en}@group(0) @binding(0) var<storage, read_write> x: array<{ty}>;
 @group(0) @binding(1) var<storage, read_write> w: array<{ty}>;
 @group(0) @binding(2) var<storage, read_write> bs: array<{ty}>;
-@group(0) @binding(3) var<storage, read_write> y: array<{ty}>;
-@group(0) @binding(4) var<storage, read> p: array<u32>;
+@group(0) @binding(3) var<storage, read_write> z: array<{ty}>;
+@group(0) @binding(4) var<storage, read_write> y: array<{ty}>;
+@group(0) @binding(5) var<storage, read> p: array<u32>;
 
-var<workgroup> ta: array<array<f32, {TILE}>, {TILE}>;
-var<workgroup> tb: array<array<f32, {TILE}>, {TILE}>;
-
+var<workgroup> ta: array<array<f32, {tile}>, {DEPTH}>;
+var<workgroup> tb: array<array<f32, {tile}>, {DEPTH}>;
+{act_fn}
 // p: 0 N, 1 C, 2 H, 3 W, 4 M, 5 OH, 6 OW, 7 KH, 8 KW, 9 sh, 10 sw, 11 ph, 12 pw, 13 dh, 14 dw,
-// 15 Cg, 16 Mg, 17 x_off, 18 w_off, 19 b_off, 20 y_off, 21 has_bias
-@compute @workgroup_size({TILE}, {TILE})
+// 15 Cg, 16 Mg, 17 x_off, 18 w_off, 19 b_off, 20 y_off, 21 has_bias, 22 act a0, 23 act a1,
+// 24 has Z, 25 z_off
+fn store(g: u32, row: u32, col0: u32, v: {vec}) {{
+    let pix = p[5] * p[6];
+    if (row >= p[16]) {{ return; }}
+    let m = g * p[16] + row;
+    for (var j = 0u; j < {r}u; j = j + 1u) {{
+        let col = col0 + {TILE_THREADS}u * j;
+        if (col < p[0] * pix) {{
+            let n = col / pix;
+            let q = col % pix;
+            var x = v[j];
+            if (p[21] != 0u) {{ x = x + f32(bs[p[19] + m]); }}
+            let yi = (n * p[4] + m) * pix + q;
+            if (p[24] != 0u) {{ x = x + f32(z[p[25] + yi]); }}
+            y[p[20] + yi] = {ty}(act(x, bitcast<f32>(p[22]), bitcast<f32>(p[23])));
+        }}
+    }}
+}}
+
+@compute @workgroup_size({TILE_THREADS}, {TILE_THREADS})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {{
     let g = wg.z;
-    let row = wg.y * {TILE}u + l.y;
-    let col = wg.x * {TILE}u + l.x;
+    let r0 = wg.y * {tile}u;
+    let c0 = wg.x * {tile}u;
     let khw = p[7] * p[8];
     let kk = p[15] * khw;
     let pix = p[5] * p[6];
     let cols = p[0] * pix;
     let mg = p[16];
-    let n = col / pix;
-    let q = col % pix;
-    let oh = i32(q / p[6]);
-    let ow = i32(q % p[6]);
-    var acc = 0.0;
-    for (var t = 0u; t < kk; t = t + {TILE}u) {{
-        let ka = t + l.x;
-        var va = 0.0;
-        if (row < mg && ka < kk) {{ va = f32(w[p[18] + (g * mg + row) * kk + ka]); }}
-        ta[l.y][l.x] = va;
-        let kb = t + l.y;
-        var vb = 0.0;
-        if (kb < kk && col < cols) {{
-            let c = kb / khw;
-            let r = kb % khw;
-            let ih = oh * i32(p[9]) - i32(p[11]) + i32(r / p[8]) * i32(p[13]);
-            let iw = ow * i32(p[10]) - i32(p[12]) + i32(r % p[8]) * i32(p[14]);
-            if (ih >= 0 && ih < i32(p[2]) && iw >= 0 && iw < i32(p[3])) {{
-                let ci = g * p[15] + c;
-                vb = f32(x[p[17] + ((n * p[1] + ci) * p[2] + u32(ih)) * p[3] + u32(iw)]);
+    let t = l.y * {TILE_THREADS}u + l.x;
+{acc_decl}
+    for (var k0 = 0u; k0 < kk; k0 = k0 + {DEPTH}u) {{
+        for (var e = 0u; e < {loads}u; e = e + 1u) {{
+            let idx = t + {threads}u * e;
+            let ar = idx / {DEPTH}u;
+            let ak = idx % {DEPTH}u;
+            var va = 0.0;
+            if (r0 + ar < mg && k0 + ak < kk) {{ va = f32(w[p[18] + (g * mg + r0 + ar) * kk + k0 + ak]); }}
+            ta[ak][ar] = va;
+            let bk = idx / {tile}u;
+            let bc = idx % {tile}u;
+            let kb = k0 + bk;
+            let col = c0 + bc;
+            var vb = 0.0;
+            if (kb < kk && col < cols) {{
+                let n = col / pix;
+                let q = col % pix;
+                let c = kb / khw;
+                let r = kb % khw;
+                let ih = i32(q / p[6]) * i32(p[9]) - i32(p[11]) + i32(r / p[8]) * i32(p[13]);
+                let iw = i32(q % p[6]) * i32(p[10]) - i32(p[12]) + i32(r % p[8]) * i32(p[14]);
+                if (ih >= 0 && ih < i32(p[2]) && iw >= 0 && iw < i32(p[3])) {{
+                    let ci = g * p[15] + c;
+                    vb = f32(x[p[17] + ((n * p[1] + ci) * p[2] + u32(ih)) * p[3] + u32(iw)]);
+                }}
             }}
+            tb[bk][bc] = vb;
         }}
-        tb[l.y][l.x] = vb;
         workgroupBarrier();
-        for (var k = 0u; k < {TILE}u; k = k + 1u) {{
-            acc = acc + ta[l.y][k] * tb[k][l.x];
+        for (var k = 0u; k < {DEPTH}u; k = k + 1u) {{
+            let bv = {bv};
+{fma}
         }}
         workgroupBarrier();
     }}
-    if (row < mg && col < cols) {{
-        let m = g * mg + row;
-        if (p[21] != 0u) {{ acc = acc + f32(bs[p[19] + m]); }}
-        y[p[20] + (n * p[4] + m) * pix + q] = {ty}(acc);
-    }}
+{stores}
 }}
 ",
-        en = enable(ty)
+        en = enable(ty),
+        act_fn = act.wgsl(),
+        vec = tile::vec_type(r),
+        acc_decl = tile::acc_decl(r),
+        loads = tile::loads(r),
+        threads = TILE_THREADS * TILE_THREADS,
+        bv = tile::b_vector(r),
+        fma = tile::fma(r),
+        stores = tile::stores(r, "store(g, r0 + l.y + {off}u, c0 + l.x, acc{i});"),
     )
 }
 
-/// The conv pipeline for `dtype`.
-pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+/// The direct shader of a Conv with one output channel per group (depthwise): one thread per
+/// output element, the window walked in registers. Same bindings and words as [`shader`],
+/// and 26: threads per row of workgroups.
+fn direct_shader(ty: &str, act: &Activation) -> String {
+    format!(
+        "{en}@group(0) @binding(0) var<storage, read_write> x: array<{ty}>;
+@group(0) @binding(1) var<storage, read_write> w: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> bs: array<{ty}>;
+@group(0) @binding(3) var<storage, read_write> z: array<{ty}>;
+@group(0) @binding(4) var<storage, read_write> y: array<{ty}>;
+@group(0) @binding(5) var<storage, read> p: array<u32>;
+{act_fn}
+@compute @workgroup_size({GROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
+    let i = gid.x + gid.y * p[26];
+    let pix = p[5] * p[6];
+    if (i >= p[0] * p[4] * pix) {{ return; }}
+    let q = i % pix;
+    let m = (i / pix) % p[4];
+    let n = i / (pix * p[4]);
+    let oh = i32(q / p[6]);
+    let ow = i32(q % p[6]);
+    let khw = p[7] * p[8];
+    var v = 0.0;
+    for (var c = 0u; c < p[15]; c = c + 1u) {{
+        let ci = m * p[15] + c;
+        let xb = p[17] + (n * p[1] + ci) * p[2] * p[3];
+        let wb = p[18] + (m * p[15] + c) * khw;
+        for (var r = 0u; r < p[7]; r = r + 1u) {{
+            let ih = oh * i32(p[9]) - i32(p[11]) + i32(r) * i32(p[13]);
+            if (ih < 0 || ih >= i32(p[2])) {{ continue; }}
+            for (var s = 0u; s < p[8]; s = s + 1u) {{
+                let iw = ow * i32(p[10]) - i32(p[12]) + i32(s) * i32(p[14]);
+                if (iw < 0 || iw >= i32(p[3])) {{ continue; }}
+                v = v + f32(x[xb + u32(ih) * p[3] + u32(iw)]) * f32(w[wb + r * p[8] + s]);
+            }}
+        }}
+    }}
+    if (p[21] != 0u) {{ v = v + f32(bs[p[19] + m]); }}
+    if (p[24] != 0u) {{ v = v + f32(z[p[25] + i]); }}
+    y[p[20] + i] = {ty}(act(v, bitcast<f32>(p[22]), bitcast<f32>(p[23])));
+}}
+",
+        en = enable(ty),
+        act_fn = act.wgsl(),
+    )
+}
+
+/// The depthwise (one output channel per group) pipeline for `dtype` and `act`.
+fn direct_pipeline(
+    mem: &DeviceMemory,
+    dtype: DType,
+    act: &Activation,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
     let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Conv: {dtype:?}")))?;
-    mem.context().pipeline(&format!("conv.{ty}"), || shader(ty))
+    mem.context()
+        .pipeline(&format!("dwconv.{ty}.{}", act.key()), || {
+            direct_shader(ty, act)
+        })
+}
+
+/// The conv pipeline for `dtype` with activation `act` in its epilogue, `r`×`r` outputs per
+/// thread.
+pub fn pipeline(
+    mem: &DeviceMemory,
+    dtype: DType,
+    act: &Activation,
+    r: u32,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Conv: {dtype:?}")))?;
+    mem.context()
+        .pipeline(&format!("conv.{ty}.{}.{r}", act.key()), || {
+            shader(ty, act, r)
+        })
 }
 
 /// A 1-D or 2-D Conv.
 pub struct ConvKernel {
     mem: Arc<DeviceMemory>,
-    pipeline: Arc<wgpu::ComputePipeline>,
+    /// 2×2 and 4×4 outputs per thread (small and large outputs).
+    pipelines: [Arc<wgpu::ComputePipeline>; 2],
+    /// Depthwise convolutions (one output channel per group).
+    direct: Arc<wgpu::ComputePipeline>,
     dtype: DType,
     window: Window,
     group: usize,
+    act: Activation,
+    /// FusedConv: input 3 is a residual of the output's shape.
+    fused: bool,
 }
 
-/// Builds a Conv kernel (the kernel shape from the attribute or the weights at run time).
-pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
+/// Builds a Conv or FusedConv kernel (the kernel shape from the attribute or the weights at
+/// run time).
+pub fn create(
+    mem: &Arc<DeviceMemory>,
+    init: &KernelInit<'_>,
+    fused: bool,
+) -> KernelResult<Box<dyn Kernel>> {
     let dtype = init.input_type(0).unwrap_or(DType::Float);
+    let act = if fused {
+        Activation::from_init(init)?
+    } else {
+        Activation::NONE
+    };
     let kernel = init.ints_or_empty("kernel_shape")?;
     let one_d = init
         .constant(1)
@@ -103,8 +222,14 @@ pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>) -> KernelResult<Bo
         .unwrap_or(kernel.len() == 1);
     Ok(Box::new(ConvKernel {
         mem: mem.clone(),
-        pipeline: pipeline(mem, dtype)?,
+        pipelines: [
+            pipeline(mem, dtype, &act, tile::SMALL)?,
+            pipeline(mem, dtype, &act, tile::LARGE)?,
+        ],
+        direct: direct_pipeline(mem, dtype, &act)?,
         dtype,
+        act,
+        fused,
         window: Window::from_init(init, &kernel, one_d)?,
         group: init.int_or("group", 1)?.max(1) as usize,
     }))
@@ -156,6 +281,17 @@ impl Kernel for ConvKernel {
         let bw = bind(&self.mem, w.bytes()?, es)?;
         let by = bind(&self.mem, out, es)?;
         let bb = b.map(|b| bind(&self.mem, b.bytes()?, es)).transpose()?;
+        let z = if self.fused {
+            ctx.opt_input(3)?.filter(|z| !z.is_empty())
+        } else {
+            None
+        };
+        let bz = z.map(|z| bind(&self.mem, z.bytes()?, es)).transpose()?;
+        if bz.as_ref().is_some_and(|z| z.place.len != by.place.len) {
+            return Err(KernelError::invalid(
+                "FusedConv: the residual Z does not have the output's shape",
+            ));
+        }
         let mg = m / self.group;
         let p: Vec<u32> = [
             n,
@@ -184,22 +320,42 @@ impl Kernel for ConvKernel {
             bb.as_ref().map_or(0, |b| b.elem_offset),
             by.elem_offset,
             u32::from(bb.is_some()),
+            self.act.params[0].to_bits(),
+            self.act.params[1].to_bits(),
+            u32::from(bz.is_some()),
+            bz.as_ref().map_or(0, |z| z.elem_offset),
         ])
         .collect();
         let gpu = self.mem.context();
+        let b_ref = bb.as_ref().unwrap_or(&bw);
+        let z_ref = bz.as_ref().unwrap_or(&bw);
+        if mg == 1 {
+            let (gx, gy, row) = groups_1d(gpu, (n * m * oh * ow) as u64)?;
+            let mut p = p;
+            p.push(row);
+            launch(
+                gpu,
+                &self.direct,
+                &[&bx, &bw, b_ref, z_ref, &by],
+                &p,
+                (gx, gy, 1),
+            )?;
+            return Ok(());
+        }
         let limit = gpu.limits.max_compute_workgroups_per_dimension as usize;
-        let gx = (n * oh * ow).div_ceil(TILE as usize);
-        let gy = mg.div_ceil(TILE as usize);
+        let r = tile::per_thread(mg, n * oh * ow, self.group);
+        let tile_size = (TILE_THREADS * r) as usize;
+        let gx = (n * oh * ow).div_ceil(tile_size);
+        let gy = mg.div_ceil(tile_size);
         if gx > limit || gy > limit || self.group > limit {
             return Err(
                 GpuError::Device("the Conv exceeds the adapter's dispatch limits".into()).into(),
             );
         }
-        let b_ref = bb.as_ref().unwrap_or(&bw);
         launch(
             gpu,
-            &self.pipeline,
-            &[&bx, &bw, b_ref, &by],
+            &self.pipelines[usize::from(r == tile::LARGE)],
+            &[&bx, &bw, b_ref, z_ref, &by],
             &p,
             (gx as u32, gy as u32, self.group as u32),
         )?;

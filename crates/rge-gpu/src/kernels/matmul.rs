@@ -1,7 +1,9 @@
-//! MatMul and Gemm: one tiled shader (16×16 output tiles, the A and B tiles staged in
-//! workgroup memory), with strided A and B (so Gemm's transposes cost nothing), a batch
-//! offset table (MatMul's broadcast batch dims), alpha, and an optional broadcast C times
-//! beta.
+//! MatMul, Gemm and FusedMatMul: one tiled shader (64×64 output tiles, 4×4 per thread, or
+//! 32×32 and 2×2 where that gives too few workgroups to fill the device; the
+//! A and B tiles staged in workgroup memory), with strided A and B (so Gemm's transposes and
+//! FusedMatMul's transB cost nothing), a batch offset table (MatMul's broadcast batch dims),
+//! alpha, an optional broadcast C times beta (Gemm's C, FusedMatMul's bias), a residual Z and
+//! the fused activation on the way out.
 
 use std::sync::Arc;
 
@@ -9,70 +11,115 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use crate::dispatch::{bind, launch, Bound};
 use crate::error::GpuError;
+use crate::kernels::epilogue::Activation;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
 use crate::kernels::strided;
+use crate::kernels::tile::{self, DEPTH, TILE_THREADS};
 use crate::memory::DeviceMemory;
 
-const TILE: u32 = 16;
 /// Parameter words before the batch table.
-const P_HEAD: usize = 16;
+const P_HEAD: usize = 20;
 
-fn shader(ty: &str) -> String {
+fn shader(ty: &str, act: &Activation, r: u32) -> String {
+    let tile = TILE_THREADS * r;
     format!(
         "{en}@group(0) @binding(0) var<storage, read_write> a: array<{ty}>;
 @group(0) @binding(1) var<storage, read_write> b: array<{ty}>;
 @group(0) @binding(2) var<storage, read_write> c: array<{ty}>;
-@group(0) @binding(3) var<storage, read_write> o: array<{ty}>;
-@group(0) @binding(4) var<storage, read> p: array<u32>;
+@group(0) @binding(3) var<storage, read_write> z: array<{ty}>;
+@group(0) @binding(4) var<storage, read_write> o: array<{ty}>;
+@group(0) @binding(5) var<storage, read> p: array<u32>;
 
-var<workgroup> ta: array<array<f32, {TILE}>, {TILE}>;
-var<workgroup> tb: array<array<f32, {TILE}>, {TILE}>;
+var<workgroup> ta: array<array<f32, {tile}>, {DEPTH}>;
+var<workgroup> tb: array<array<f32, {tile}>, {DEPTH}>;
+{act_fn}
+// p: 0 M, 1 N, 2 K, 3 a_off, 4 b_off, 5 o_off, 6..10 strides (A row, A depth, B depth,
+// B col), 10 has C, 11 c_off, 12..14 C strides (row, col), 14 alpha, 15 beta, 16 act a0,
+// 17 act a1, 18 has Z, 19 z_off; then (A, B) offsets per batch.
+fn store(bt: u32, row: u32, col0: u32, v: {vec}) {{
+    let m = p[0];
+    let n = p[1];
+    if (row >= m) {{ return; }}
+    for (var j = 0u; j < {r}u; j = j + 1u) {{
+        let col = col0 + {TILE_THREADS}u * j;
+        if (col < n) {{
+            var x = bitcast<f32>(p[14]) * v[j];
+            if (p[10] != 0u) {{
+                x = x + bitcast<f32>(p[15]) * f32(c[p[11] + row * p[12] + col * p[13]]);
+            }}
+            let oi = bt * m * n + row * n + col;
+            if (p[18] != 0u) {{ x = x + f32(z[p[19] + oi]); }}
+            o[p[5] + oi] = {ty}(act(x, bitcast<f32>(p[16]), bitcast<f32>(p[17])));
+        }}
+    }}
+}}
 
-@compute @workgroup_size({TILE}, {TILE})
+@compute @workgroup_size({TILE_THREADS}, {TILE_THREADS})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {{
     let m = p[0];
     let n = p[1];
     let kk = p[2];
-    let row = wg.y * {TILE}u + l.y;
-    let col = wg.x * {TILE}u + l.x;
+    let r0 = wg.y * {tile}u;
+    let c0 = wg.x * {tile}u;
     let bt = wg.z;
     let abase = p[3] + p[{P_HEAD}u + 2u * bt];
     let bbase = p[4] + p[{P_HEAD}u + 2u * bt + 1u];
-    var acc = 0.0;
-    for (var t = 0u; t < kk; t = t + {TILE}u) {{
-        let ka = t + l.x;
-        var va = 0.0;
-        if (row < m && ka < kk) {{ va = f32(a[abase + row * p[6] + ka * p[7]]); }}
-        ta[l.y][l.x] = va;
-        let kb = t + l.y;
-        var vb = 0.0;
-        if (kb < kk && col < n) {{ vb = f32(b[bbase + kb * p[8] + col * p[9]]); }}
-        tb[l.y][l.x] = vb;
+    let t = l.y * {TILE_THREADS}u + l.x;
+{acc_decl}
+    for (var k0 = 0u; k0 < kk; k0 = k0 + {DEPTH}u) {{
+        for (var e = 0u; e < {loads}u; e = e + 1u) {{
+            let idx = t + {threads}u * e;
+            let ar = idx / {DEPTH}u;
+            let ak = idx % {DEPTH}u;
+            var va = 0.0;
+            if (r0 + ar < m && k0 + ak < kk) {{ va = f32(a[abase + (r0 + ar) * p[6] + (k0 + ak) * p[7]]); }}
+            ta[ak][ar] = va;
+            let bk = idx / {tile}u;
+            let bc = idx % {tile}u;
+            var vb = 0.0;
+            if (k0 + bk < kk && c0 + bc < n) {{ vb = f32(b[bbase + (k0 + bk) * p[8] + (c0 + bc) * p[9]]); }}
+            tb[bk][bc] = vb;
+        }}
         workgroupBarrier();
-        for (var k = 0u; k < {TILE}u; k = k + 1u) {{
-            acc = acc + ta[l.y][k] * tb[k][l.x];
+        for (var k = 0u; k < {DEPTH}u; k = k + 1u) {{
+            let bv = {bv};
+{fma}
         }}
         workgroupBarrier();
     }}
-    if (row < m && col < n) {{
-        var v = bitcast<f32>(p[14]) * acc;
-        if (p[10] != 0u) {{
-            v = v + bitcast<f32>(p[15]) * f32(c[p[11] + row * p[12] + col * p[13]]);
-        }}
-        o[p[5] + bt * m * n + row * n + col] = {ty}(v);
-    }}
+{stores}
 }}
 ",
-        en = enable(ty)
+        en = enable(ty),
+        act_fn = act.wgsl(),
+        vec = tile::vec_type(r),
+        acc_decl = tile::acc_decl(r),
+        loads = tile::loads(r),
+        threads = TILE_THREADS * TILE_THREADS,
+        bv = tile::b_vector(r),
+        fma = tile::fma(r),
+        stores = tile::stores(r, "store(bt, r0 + l.y + {off}u, c0 + l.x, acc{i});"),
     )
 }
 
-/// The MatMul or Gemm kernel.
+/// Which op a [`MatMulKernel`] runs.
+#[derive(Clone, Copy, PartialEq)]
+pub enum MatMulOp {
+    MatMul,
+    Gemm,
+    /// rge's `FusedMatMul`: `act(A·op(B) + bias + Z)`.
+    Fused,
+}
+
+/// The MatMul, Gemm or FusedMatMul kernel.
 pub struct MatMulKernel {
     mem: Arc<DeviceMemory>,
-    pipeline: Arc<wgpu::ComputePipeline>,
+    /// 2×2 and 4×4 outputs per thread (small and large outputs).
+    pipelines: [Arc<wgpu::ComputePipeline>; 2],
     dtype: DType,
     gemm: Option<GemmAttrs>,
+    op: MatMulOp,
+    act: Activation,
 }
 
 #[derive(Clone, Copy)]
@@ -83,36 +130,59 @@ struct GemmAttrs {
     trans_b: bool,
 }
 
-/// The tiled pipeline for `dtype`.
-pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+/// The tiled pipeline for `dtype` with activation `act` in its epilogue, `r`×`r` outputs
+/// per thread.
+pub fn pipeline(
+    mem: &DeviceMemory,
+    dtype: DType,
+    act: &Activation,
+    r: u32,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
     let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("MatMul: {dtype:?}")))?;
     mem.context()
-        .pipeline(&format!("matmul.{ty}"), || shader(ty))
+        .pipeline(&format!("matmul.{ty}.{}.{r}", act.key()), || {
+            shader(ty, act, r)
+        })
 }
 
-/// Builds a MatMul (`gemm` false) or Gemm kernel.
+/// Builds a MatMul, Gemm or FusedMatMul kernel.
 pub fn create(
     mem: &Arc<DeviceMemory>,
     init: &KernelInit<'_>,
-    gemm: bool,
+    op: MatMulOp,
 ) -> KernelResult<Box<dyn Kernel>> {
     let dtype = init.input_type(0).unwrap_or(DType::Float);
-    let pipeline = pipeline(mem, dtype)?;
-    let gemm = if gemm {
-        Some(GemmAttrs {
+    let act = if op == MatMulOp::Fused {
+        Activation::from_init(init)?
+    } else {
+        Activation::NONE
+    };
+    let pipelines = [
+        pipeline(mem, dtype, &act, tile::SMALL)?,
+        pipeline(mem, dtype, &act, tile::LARGE)?,
+    ];
+    let gemm = match op {
+        MatMulOp::Gemm => Some(GemmAttrs {
             alpha: init.float_or("alpha", 1.0)?,
             beta: init.float_or("beta", 1.0)?,
             trans_a: init.int_or("transA", 0)? != 0,
             trans_b: init.int_or("transB", 0)? != 0,
-        })
-    } else {
-        None
+        }),
+        _ => None,
     };
+    let trans_b = op == MatMulOp::Fused && init.int_or("transB", 0)? != 0;
     Ok(Box::new(MatMulKernel {
         mem: mem.clone(),
-        pipeline,
+        pipelines,
         dtype,
-        gemm,
+        gemm: gemm.or(trans_b.then_some(GemmAttrs {
+            alpha: 1.0,
+            beta: 1.0,
+            trans_a: false,
+            trans_b: true,
+        })),
+        op,
+        act,
     }))
 }
 
@@ -191,8 +261,19 @@ fn matmul_geometry(a: &[usize], b: &[usize]) -> KernelResult<Geometry> {
 
 impl MatMulKernel {
     fn geometry(&self, a: &[usize], b: &[usize]) -> KernelResult<Geometry> {
-        let Some(g) = self.gemm else {
-            return matmul_geometry(a, b);
+        let g = match (self.op, self.gemm) {
+            (MatMulOp::Gemm, Some(g)) => g,
+            (MatMulOp::Fused, Some(_)) if b.len() >= 2 => {
+                // transB: B is [.., N, K]; read it as [.., K, N] with swapped strides.
+                let mut bt = b.to_vec();
+                let r = bt.len();
+                bt.swap(r - 2, r - 1);
+                let mut geo = matmul_geometry(a, &bt)?;
+                geo.strides[2] = 1;
+                geo.strides[3] = geo.k;
+                return Ok(geo);
+            }
+            _ => return matmul_geometry(a, b),
         };
         if a.len() != 2 || b.len() != 2 {
             return Err(KernelError::invalid("Gemm takes 2-D A and B"));
@@ -234,13 +315,19 @@ impl Kernel for MatMulKernel {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let a = ctx.input(0)?;
         let b = ctx.input(1)?;
-        let c = if self.gemm.is_some() {
+        let c = if self.op == MatMulOp::MatMul {
+            None
+        } else {
             ctx.opt_input(2)?
+        };
+        let z = if self.op == MatMulOp::Fused {
+            ctx.opt_input(3)?.filter(|z| !z.is_empty())
         } else {
             None
         };
         let g = self.geometry(a.shape(), b.shape())?;
         let out = ctx.output_bytes(0, self.dtype, &g.out)?;
+        let out_len = out.len() as u64;
         if out.is_empty() {
             return Ok(());
         }
@@ -267,7 +354,13 @@ impl Kernel for MatMulKernel {
         for (i, &s) in g.strides.iter().enumerate() {
             p[6 + i] = to_u32(s, "stride")?;
         }
-        let (alpha, beta) = self.gemm.map_or((1.0, 0.0), |g| (g.alpha, g.beta));
+        let (alpha, beta) = match (self.op, self.gemm) {
+            (MatMulOp::Gemm, Some(g)) => (g.alpha, g.beta),
+            (MatMulOp::Fused, _) => (1.0, 1.0),
+            _ => (1.0, 0.0),
+        };
+        p[16] = f32::to_bits(self.act.params[0]);
+        p[17] = f32::to_bits(self.act.params[1]);
         p[14] = f32::to_bits(alpha);
         p[15] = f32::to_bits(beta);
         let bc: Bound;
@@ -295,16 +388,36 @@ impl Kernel for MatMulKernel {
             }
             _ => &ba,
         };
+        let bz = z.map(|z| bind(&self.mem, z.bytes()?, es)).transpose()?;
+        if let Some(bz) = &bz {
+            if bz.place.len != out_len {
+                return Err(KernelError::invalid(
+                    "FusedMatMul: the residual Z does not have the output's shape",
+                ));
+            }
+            p[18] = 1;
+            p[19] = bz.elem_offset;
+        }
         for (i, &(oa, ob)) in g.batches.iter().enumerate() {
             p[P_HEAD + 2 * i] = oa;
             p[P_HEAD + 2 * i + 1] = ob;
         }
+        let r = tile::per_thread(g.m, g.n, g.batches.len());
+        let tile_size = (TILE_THREADS * r) as usize;
         let groups = (
-            to_u32(g.n.div_ceil(TILE as usize), "N")?,
-            to_u32(g.m.div_ceil(TILE as usize), "M")?,
+            to_u32(g.n.div_ceil(tile_size), "N")?,
+            to_u32(g.m.div_ceil(tile_size), "M")?,
             g.batches.len() as u32,
         );
-        launch(gpu, &self.pipeline, &[&ba, &bb, c_bound, &bo], &p, groups)?;
+        let pipeline = &self.pipelines[usize::from(r == tile::LARGE)];
+        let z_bound = bz.as_ref().unwrap_or(&ba);
+        launch(
+            gpu,
+            pipeline,
+            &[&ba, &bb, c_bound, z_bound, &bo],
+            &p,
+            groups,
+        )?;
         Ok(())
     }
 }

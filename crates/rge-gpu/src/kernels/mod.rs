@@ -2,11 +2,13 @@
 
 pub mod conv;
 pub mod copy;
+pub mod epilogue;
 pub mod map;
 pub mod matmul;
 pub mod pool;
 pub mod reduce;
 pub mod rows;
 pub mod strided;
+pub mod tile;
 pub mod transfer;
 pub mod window;

@@ -1,12 +1,13 @@
 //! Kernels over rows: Softmax, LogSoftmax and LayerNormalization. A row is `len` elements
-//! `stride` apart (the reduced axis, or the flattened trailing dims); one thread walks one
-//! row in f32 (max, sum of exponentials / mean, variance), then writes it.
+//! `stride` apart (the reduced axis, or the flattened trailing dims); one workgroup of 64
+//! threads shares one row in f32 (max, sum of exponentials / mean, variance, each reduced in
+//! workgroup memory), then writes it.
 
 use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::dispatch::{bind, groups_1d, launch, Bound};
+use crate::dispatch::{bind, groups_2d, launch, Bound};
 use crate::error::GpuError;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
 use crate::memory::DeviceMemory;
@@ -19,6 +20,9 @@ pub enum RowOp {
     LayerNorm,
 }
 
+/// Threads that share one row.
+const ROW_THREADS: u32 = 64;
+
 fn shader(ty: &str) -> String {
     format!(
         "{en}@group(0) @binding(0) var<storage, read_write> x: array<{ty}>;
@@ -27,11 +31,30 @@ fn shader(ty: &str) -> String {
 @group(0) @binding(3) var<storage, read_write> y: array<{ty}>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
-    let r = g.x + g.y * p[2];
+var<workgroup> red: array<f32, {ROW_THREADS}>;
+
+fn reduce(v: f32, t: u32, is_max: bool) -> f32 {{
+    red[t] = v;
+    workgroupBarrier();
+    for (var s = {ROW_THREADS}u / 2u; s > 0u; s = s / 2u) {{
+        if (t < s) {{
+            if (is_max) {{ red[t] = max(red[t], red[t + s]); }} else {{ red[t] = red[t] + red[t + s]; }}
+        }}
+        workgroupBarrier();
+    }}
+    let out = red[0];
+    workgroupBarrier();
+    return out;
+}}
+
+// p: 0 outer, 1 mode (0 Softmax, 1 LogSoftmax, 2 LayerNorm), 2 workgroups per row of the
+// grid, 3 len, 4 inner, 5 x_off, 6 y_off, 7 epsilon, 8 scale off, 9 bias off, 10 has bias
+@compute @workgroup_size({ROW_THREADS})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {{
+    let r = wg.x + wg.y * p[2];
     let inner = p[4];
     if (r >= p[0] * inner) {{ return; }}
+    let t = l.x;
     let len = p[3];
     let o = r / inner;
     let i = r % inner;
@@ -40,16 +63,16 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
     let yo = p[6] + base;
     let mode = p[1];
     if (mode == 2u) {{
-        var mean = 0.0;
-        for (var a = 0u; a < len; a = a + 1u) {{ mean = mean + f32(x[xo + a * inner]); }}
-        mean = mean / f32(len);
-        var var_ = 0.0;
-        for (var a = 0u; a < len; a = a + 1u) {{
+        var s = 0.0;
+        for (var a = t; a < len; a = a + {ROW_THREADS}u) {{ s = s + f32(x[xo + a * inner]); }}
+        let mean = reduce(s, t, false) / f32(len);
+        var q = 0.0;
+        for (var a = t; a < len; a = a + {ROW_THREADS}u) {{
             let d = f32(x[xo + a * inner]) - mean;
-            var_ = var_ + d * d;
+            q = q + d * d;
         }}
-        let inv = 1.0 / sqrt(var_ / f32(len) + bitcast<f32>(p[7]));
-        for (var a = 0u; a < len; a = a + 1u) {{
+        let inv = 1.0 / sqrt(reduce(q, t, false) / f32(len) + bitcast<f32>(p[7]));
+        for (var a = t; a < len; a = a + {ROW_THREADS}u) {{
             var v = (f32(x[xo + a * inner]) - mean) * inv * f32(sc[p[8] + a]);
             if (p[10] != 0u) {{ v = v + f32(bi[p[9] + a]); }}
             y[yo + a * inner] = {ty}(v);
@@ -57,11 +80,13 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
         return;
     }}
     var m = bitcast<f32>(0xff800000u);
-    for (var a = 0u; a < len; a = a + 1u) {{ m = max(m, f32(x[xo + a * inner])); }}
+    for (var a = t; a < len; a = a + {ROW_THREADS}u) {{ m = max(m, f32(x[xo + a * inner])); }}
+    m = reduce(m, t, true);
     var s = 0.0;
-    for (var a = 0u; a < len; a = a + 1u) {{ s = s + exp(f32(x[xo + a * inner]) - m); }}
+    for (var a = t; a < len; a = a + {ROW_THREADS}u) {{ s = s + exp(f32(x[xo + a * inner]) - m); }}
+    s = reduce(s, t, false);
     let ls = log(s);
-    for (var a = 0u; a < len; a = a + 1u) {{
+    for (var a = t; a < len; a = a + {ROW_THREADS}u) {{
         let d = f32(x[xo + a * inner]) - m;
         if (mode == 0u) {{ y[yo + a * inner] = {ty}(exp(d) / s); }}
         else {{ y[yo + a * inner] = {ty}(d - ls); }}
@@ -163,8 +188,7 @@ impl Kernel for RowsKernel {
             .map(|b| bind(&self.mem, b.bytes()?, es))
             .transpose()?;
         let gpu = self.mem.context();
-        let rows = (outer * inner) as u64;
-        let (gx, gy, row) = groups_1d(gpu, rows)?;
+        let (gx, gy, row) = groups_2d(gpu, (outer * inner) as u64)?;
         let mut p = vec![0u32; 11];
         p[0] = outer as u32;
         p[1] = match self.op {

@@ -80,16 +80,16 @@ impl Kernel for Transfer {
         if self.to_device {
             let dst = self.mem.locate(out)?;
             match &self.weight {
-                Some(w) => {
-                    let mut enc = gpu
-                        .device
-                        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                Some(w) => gpu.record(|enc| {
                     enc.copy_buffer_to_buffer(w, 0, &dst.buffer, dst.offset, w.size());
-                    gpu.queue.submit(Some(enc.finish()));
+                })?,
+                None => {
+                    // The queue runs a write before its next submission: what was recorded
+                    // before this write goes first.
+                    gpu.flush()?;
+                    gpu.queue
+                        .write_buffer(&dst.buffer, dst.offset, &padded(src));
                 }
-                None => gpu
-                    .queue
-                    .write_buffer(&dst.buffer, dst.offset, &padded(src)),
             }
             return Ok(());
         }
@@ -101,11 +101,10 @@ impl Kernel for Transfer {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut enc = gpu
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        enc.copy_buffer_to_buffer(&place.buffer, place.offset, &staging, 0, size);
-        gpu.queue.submit(Some(enc.finish()));
+        gpu.record(|enc| {
+            enc.copy_buffer_to_buffer(&place.buffer, place.offset, &staging, 0, size);
+        })?;
+        gpu.flush()?;
         let (tx, rx) = mpsc::channel();
         staging
             .slice(..)

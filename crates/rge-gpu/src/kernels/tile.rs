@@ -1,0 +1,97 @@
+//! The register tile shared by the MatMul and Conv shaders: a 16×16 workgroup computes a
+//! (16·r)×(16·r) output tile, each thread r×r outputs strided by 16 (so that workgroup-memory
+//! reads do not collide), held in r vectors of r lanes. The code is written out per r: GPU
+//! compilers put dynamically indexed arrays in slow local memory, vectors stay in registers.
+
+/// Threads per side of the workgroup.
+pub const TILE_THREADS: u32 = 16;
+/// Depth of one step staged in workgroup memory.
+pub const DEPTH: u32 = 16;
+/// Outputs per thread per side for small outputs (32×32 tiles).
+pub const SMALL: u32 = 2;
+/// Outputs per thread per side for large outputs (64×64 tiles).
+pub const LARGE: u32 = 4;
+
+/// Workgroups below which the smaller tile is used: a large tile would leave most of a big
+/// GPU's multiprocessors idle.
+const FEW_GROUPS: usize = 264;
+
+/// The outputs per thread per side for an `m`×`n` output, `batches` times.
+pub fn per_thread(m: usize, n: usize, batches: usize) -> u32 {
+    let t = (TILE_THREADS * LARGE) as usize;
+    if m.div_ceil(t) * n.div_ceil(t) * batches < FEW_GROUPS {
+        SMALL
+    } else {
+        LARGE
+    }
+}
+
+/// The WGSL vector of r lanes.
+pub fn vec_type(r: u32) -> String {
+    format!("vec{r}<f32>")
+}
+
+/// `var acc0 = vec(0.0); …`
+pub fn acc_decl(r: u32) -> String {
+    (0..r)
+        .map(|i| format!("    var acc{i} = {}(0.0);\n", vec_type(r)))
+        .collect()
+}
+
+/// Elements each thread stages per step (the tile's rows × depth over the threads).
+pub fn loads(r: u32) -> u32 {
+    (TILE_THREADS * r * DEPTH).div_ceil(TILE_THREADS * TILE_THREADS)
+}
+
+/// The B vector of step `k`: the thread's r columns.
+pub fn b_vector(r: u32) -> String {
+    let lanes: Vec<String> = (0..r)
+        .map(|j| format!("tb[k][l.x + {}u]", TILE_THREADS * j))
+        .collect();
+    format!("{}({})", vec_type(r), lanes.join(", "))
+}
+
+/// `acc_i += A[row_i] * bv` for each of the thread's rows.
+pub fn fma(r: u32) -> String {
+    (0..r)
+        .map(|i| {
+            format!(
+                "            acc{i} = acc{i} + ta[k][l.y + {}u] * bv;\n",
+                TILE_THREADS * i
+            )
+        })
+        .collect()
+}
+
+/// One store line per row, from `pattern` with `{i}` (the row) and `{off}` (its offset).
+pub fn stores(r: u32, pattern: &str) -> String {
+    (0..r)
+        .map(|i| {
+            format!(
+                "    {}\n",
+                pattern
+                    .replace("{i}", &i.to_string())
+                    .replace("{off}", &(TILE_THREADS * i).to_string())
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tile_code_names_every_row_and_column() {
+        assert_eq!(loads(4), 4);
+        assert_eq!(loads(2), 2);
+        assert_eq!(b_vector(2), "vec2<f32>(tb[k][l.x + 0u], tb[k][l.x + 16u])");
+        assert!(fma(4).contains("acc3 = acc3 + ta[k][l.y + 48u] * bv;"));
+        assert_eq!(
+            stores(2, "s({off}, acc{i});"),
+            "    s(0, acc0);\n    s(16, acc1);\n"
+        );
+        assert_eq!(per_thread(128, 768, 1), SMALL);
+        assert_eq!(per_thread(12544, 256, 1), LARGE);
+    }
+}
