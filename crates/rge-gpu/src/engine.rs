@@ -19,7 +19,9 @@ use crate::kernels::map::{self, Layout, MapKernel};
 use crate::kernels::matmul::MatMulOp;
 use crate::kernels::rows::{self, RowOp};
 use crate::kernels::tile;
-use crate::kernels::{conv, copy, matmul, pool, reduce, strided::MAX_RANK, transfer};
+use crate::kernels::{
+    attention, cast, conv, copy, gather, matmul, pool, reduce, strided::MAX_RANK, transfer,
+};
 use crate::memory::{DeviceMemory, GpuAllocator, GPU_SPACE};
 
 /// The engine's name.
@@ -71,6 +73,9 @@ pub const OTHER_OPS: &[&str] = &[
     "Softmax",
     "LogSoftmax",
     "LayerNormalization",
+    "Attention",
+    "Gather",
+    "Cast",
     "Conv",
     "FusedConv",
     "FusedMatMul",
@@ -320,6 +325,70 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
             |mem, init| matmul::create(mem, init, MatMulOp::Fused),
         )
         .domain(RGE_DOMAIN),
+    );
+    // Gather: the indices stay on the host (they travel in the parameter buffer).
+    let gather: Arc<Compile> = Arc::new(|mem, dtype| gather::pipeline(mem, dtype).map(|_| ()));
+    set.add(def(
+        mem,
+        "Gather",
+        vec![
+            f(),
+            PortDef::types(TypeSet::of(&[DType::Int32, DType::Int64])).in_space(MemSpace::host()),
+        ],
+        &[1],
+        no_check,
+        gather,
+        gather::create,
+    ));
+    let casts = if mem.context().f16 {
+        TypeSet::of(&[DType::Float, DType::Float16, DType::Int32])
+    } else {
+        TypeSet::of(&[DType::Float, DType::Int32])
+    };
+    set.add(
+        KernelDef::new(format!("{GPU}.Cast"), "Cast", {
+            let mem = mem.clone();
+            move |init| cast::create(&mem, init)
+        })
+        .inputs(vec![PortDef::types(casts)])
+        .outputs(vec![PortDef::types(casts)])
+        .with_check({
+            let mem = mem.clone();
+            move |op| {
+                check_tensors(mem.context(), op, &[])?;
+                let of = |d: Option<&rge_ir::TensorDesc>| {
+                    d.and_then(|d| DType::from_ir(d.dtype()))
+                        .ok_or("the gpu Cast needs known types")
+                };
+                let (from, to) = (of(op.input(0))?, of(op.output(0))?);
+                cast::pipeline(&mem, from, to)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        }),
+    );
+    // Attention as the attention fusion writes it (4-D Q, K, V, an optional mask).
+    let attention: Arc<Compile> = Arc::new(|mem, _| attention::pipeline(mem).map(|_| ()));
+    set.add(
+        KernelDef::new(format!("{GPU}.Attention"), "Attention", {
+            let mem = mem.clone();
+            move |init| attention::create(&mem, init)
+        })
+        .inputs(vec![
+            PortDef::types(TypeSet::of(&[DType::Float])),
+            PortDef::types(TypeSet::of(&[DType::Float])),
+            PortDef::types(TypeSet::of(&[DType::Float])),
+            PortDef::types(TypeSet::of(&[DType::Float, DType::Bool])),
+        ])
+        .outputs(vec![PortDef::types(TypeSet::of(&[DType::Float]))])
+        .with_check({
+            let mem = mem.clone();
+            move |op| {
+                check_tensors(mem.context(), op, &[])?;
+                attention::check(op)?;
+                attention(&mem, DType::Float).map_err(|e| e.to_string())
+            }
+        }),
     );
     let rows: Arc<Compile> = Arc::new(|mem, dtype| rows::pipeline(mem, dtype).map(|_| ()));
     for (op, kind) in [

@@ -54,6 +54,8 @@ fn node_tests_of_the_gpu_ops_pass_with_the_gpu_first() {
         return;
     };
     let known = rge::cli::conformance::known_failures();
+    // Random ops' tests are compared by distribution, as the conformance command does.
+    let rules = rge_conformance::parse_rules(rge::cli::conformance::BY_DISTRIBUTION).unwrap();
     let ops = gpu_ops();
     let set = engine_set(&EngineArgs::default()).unwrap();
     let session = Session::new(SessionOptions::with_engines(set)).unwrap();
@@ -83,7 +85,11 @@ fn node_tests_of_the_gpu_ops_pass_with_the_gpu_first() {
         } else {
             Tolerance::default()
         };
-        let outcome = rge_conformance::run_test_by(&test, tolerance, None, &|t, inputs| {
+        let rule = rules
+            .iter()
+            .find(|(name, _)| *name == test.name)
+            .map(|(_, r)| *r);
+        let outcome = rge_conformance::run_test_by(&test, tolerance, rule, &|t, inputs| {
             let model = session
                 .compile_graph(t.model.graph.clone())
                 .map_err(|e| e.to_string())?;
@@ -354,4 +360,48 @@ fn large_outputs_take_the_large_tiles_and_match() {
     let gpu = compile(&m, EngineArgs::default());
     let cpu = compile(&m, without_gpu());
     assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+}
+
+/// ONNX Attention with grouped-query heads, an additive mask and a bool mask with a fully
+/// masked row (zeros, as the cpu kernel gives) runs on the gpu and matches.
+#[test]
+fn attention_runs_on_the_gpu_with_masks_and_grouped_heads() {
+    let Some(a) = adapter("attention") else {
+        return;
+    };
+    let mut n = Net::new();
+    n.opset = 23;
+    let q = n.input("q", F32, &[2, 4, 5, 8]);
+    let k = n.input("k", F32, &[2, 2, 7, 8]);
+    let v = n.input("v", F32, &[2, 2, 7, 6]);
+    let add = n.weight(&[5, 7], 31);
+    n.op_to("Attention", &[&q, &k, &v, &add], "y1", vec![]);
+    let mut allowed: Vec<bool> = (0..70).map(|i| i % 3 != 0).collect();
+    allowed[7..14].iter_mut().for_each(|x| *x = false);
+    let mask = n.bools(&[2, 1, 5, 7], &allowed);
+    n.op_to(
+        "Attention",
+        &[&q, &k, &v, &mask],
+        "y2",
+        vec![a_float("scale", 0.3)],
+    );
+    n.output("y1", F32, &[2, 4, 5, 6]);
+    n.output("y2", F32, &[2, 4, 5, 6]);
+    let m = n.model();
+    let gpu = compile(&m, EngineArgs::default());
+    let cpu = compile(&m, without_gpu());
+    assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let compiled = set.pipeline().compile(graph_of(&m)).unwrap();
+    let g = &compiled.graph;
+    let on: Vec<&str> = g
+        .nodes_of(g.root())
+        .filter_map(|n| g.op(n))
+        .filter(|op| op.op_type() == "Attention")
+        .map(|op| op.engine_name())
+        .collect();
+    assert_eq!(on, ["gpu", "gpu"], "on {a}");
+    // Row 1 of batch 0 is fully masked: zeros.
+    let y2 = &gpu.outputs[1];
+    assert!(y2[6..12].iter().all(|&x| x == 0.0), "{:?}", &y2[..12]);
 }

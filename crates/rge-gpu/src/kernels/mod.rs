@@ -1,8 +1,11 @@
 //! The gpu engine's kernels, by family.
 
+pub mod attention;
+pub mod cast;
 pub mod conv;
 pub mod copy;
 pub mod epilogue;
+pub mod gather;
 pub mod map;
 pub mod matmul;
 pub mod pool;
