@@ -25,6 +25,23 @@ pub struct Bound {
     pub elem_offset: u32,
 }
 
+impl Bound {
+    /// `len` bytes at `offset` (a multiple of the adapter's binding alignment) of a kernel's
+    /// own buffer.
+    pub fn own(buffer: &Arc<wgpu::Buffer>, offset: u64, len: u64) -> Bound {
+        Bound {
+            place: DevicePlace {
+                buffer: buffer.clone(),
+                offset,
+                len,
+            },
+            start: offset,
+            size: len.div_ceil(4).max(1) * 4,
+            elem_offset: 0,
+        }
+    }
+}
+
 /// Binds the tensor in `bytes` (elements of `elem` bytes).
 pub fn bind(mem: &DeviceMemory, bytes: &[u8], elem: u64) -> Result<Bound, GpuError> {
     let place = mem.locate(bytes)?;
@@ -78,6 +95,15 @@ pub fn groups_2d(ctx: &GpuContext, n: u64) -> Result<(u32, u32, u32), GpuError> 
     Ok((x as u32, y as u32, x as u32))
 }
 
+/// One dispatch: a pipeline, its tensors (bindings 0..), its parameter words (the next
+/// binding) and its workgroup counts.
+pub struct Dispatch<'a> {
+    pub pipeline: &'a Arc<wgpu::ComputePipeline>,
+    pub tensors: Vec<&'a Bound>,
+    pub params: Vec<u32>,
+    pub groups: (u32, u32, u32),
+}
+
 /// Records one dispatch of `pipeline` over `tensors` (bindings 0..) and `params` (the next
 /// binding) on the stream, without waiting.
 pub fn launch(
@@ -87,15 +113,42 @@ pub fn launch(
     params: &[u32],
     groups: (u32, u32, u32),
 ) -> Result<(), GpuError> {
+    launch_all(
+        ctx,
+        &[Dispatch {
+            pipeline,
+            tensors: tensors.to_vec(),
+            params: params.to_vec(),
+            groups,
+        }],
+    )
+}
+
+/// Records `dispatches` one after the other with nothing between them (a kernel whose
+/// dispatches share its own scratch buffer stays whole when two runs record at once).
+pub fn launch_all(ctx: &GpuContext, dispatches: &[Dispatch<'_>]) -> Result<(), GpuError> {
     ctx.check_faults()?;
+    let groups: Vec<wgpu::BindGroup> = dispatches.iter().map(|d| bind_group(ctx, d)).collect();
+    ctx.record(|encoder| {
+        for (d, group) in dispatches.iter().zip(&groups) {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(d.pipeline);
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(d.groups.0, d.groups.1, d.groups.2);
+        }
+    })
+}
+
+fn bind_group(ctx: &GpuContext, d: &Dispatch<'_>) -> wgpu::BindGroup {
     let params = ctx
         .device
         .create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("rge-gpu params"),
-            contents: bytemuck::cast_slice(if params.is_empty() { &[0] } else { params }),
+            contents: bytemuck::cast_slice(if d.params.is_empty() { &[0] } else { &d.params }),
             usage: wgpu::BufferUsages::STORAGE,
         });
-    let mut entries: Vec<wgpu::BindGroupEntry<'_>> = tensors
+    let mut entries: Vec<wgpu::BindGroupEntry<'_>> = d
+        .tensors
         .iter()
         .enumerate()
         .map(|(i, t)| wgpu::BindGroupEntry {
@@ -108,20 +161,13 @@ pub fn launch(
         })
         .collect();
     entries.push(wgpu::BindGroupEntry {
-        binding: tensors.len() as u32,
+        binding: d.tensors.len() as u32,
         resource: params.as_entire_binding(),
     });
-    let layout = pipeline.get_bind_group_layout(0);
-    let group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+    let layout = d.pipeline.get_bind_group_layout(0);
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &layout,
         entries: &entries,
-    });
-    ctx.record(|encoder| {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &group, &[]);
-        pass.dispatch_workgroups(groups.0, groups.1, groups.2);
-    })?;
-    Ok(())
+    })
 }

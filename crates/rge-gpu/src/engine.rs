@@ -20,7 +20,7 @@ use crate::kernels::matmul::MatMulOp;
 use crate::kernels::rows::{self, RowOp};
 use crate::kernels::tile;
 use crate::kernels::{
-    attention, cast, conv, copy, gather, matmul, pool, reduce, strided::MAX_RANK, transfer,
+    attention, cast, conv, copy, gather, matmul, pool, reduce, resize, strided::MAX_RANK, transfer,
 };
 use crate::memory::{DeviceMemory, GpuAllocator, GPU_SPACE};
 
@@ -76,6 +76,7 @@ pub const OTHER_OPS: &[&str] = &[
     "Attention",
     "Gather",
     "Cast",
+    "Resize",
     "Conv",
     "FusedConv",
     "FusedMatMul",
@@ -367,6 +368,27 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
             }
         }),
     );
+    // Resize: the scales, sizes and roi stay on the host, where the plan is made.
+    let resize: Arc<Compile> = Arc::new(|mem, dtype| resize::pipelines(mem, dtype));
+    for (since, until, ports, hosts) in [
+        (10, 10, 2, &[1usize][..]),
+        (11, i64::MAX, 4, &[1, 2, 3][..]),
+    ] {
+        let mut inputs = vec![f()];
+        inputs.extend((1..ports).map(|_| host()));
+        set.add(
+            def(
+                mem,
+                "Resize",
+                inputs,
+                hosts,
+                no_check,
+                resize.clone(),
+                resize::create,
+            )
+            .opsets(since, until),
+        );
+    }
     // Attention as the attention fusion writes it (4-D Q, K, V, an optional mask).
     let attention: Arc<Compile> = Arc::new(|mem, _| attention::pipeline(mem).map(|_| ()));
     set.add(

@@ -19,6 +19,8 @@ mod training;
 mod tree;
 mod util;
 
+pub use resize::{AxisPass, ResizePlan, ResizeSpec};
+
 /// The ai.onnx.ml domain.
 pub const ML_DOMAIN: &str = "ai.onnx.ml";
 /// The training preview domain.

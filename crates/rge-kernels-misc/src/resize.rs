@@ -55,11 +55,40 @@ struct Interp {
     antialias: bool,
 }
 
-struct Resize {
+/// A Resize node's attributes, parsed once: what [`ResizeSpec::plan`] needs to map each
+/// output position to its source taps (the gpu engine plans with it too).
+#[derive(Debug, Clone)]
+pub struct ResizeSpec {
     opset: i64,
     interp: Interp,
     axes: Option<Vec<i64>>,
     policy: Policy,
+}
+
+/// The cpu kernel: the plan's passes in f64.
+struct Resize(ResizeSpec);
+
+/// One axis of a resize: each output position reads `taps` input positions along `axis`
+/// (clamped to the input) with their weights, or is the extrapolation value.
+#[derive(Debug, Clone)]
+pub struct AxisPass {
+    pub axis: usize,
+    pub out_len: usize,
+    pub taps: usize,
+    /// `out_len × taps` input positions.
+    pub index: Vec<usize>,
+    /// `out_len × taps` weights.
+    pub weight: Vec<f64>,
+    /// Output positions outside the crop (tf_crop_and_resize): the extrapolation value.
+    pub extrapolate: Vec<bool>,
+}
+
+/// A resize as separable passes, one per axis that changes, in order.
+#[derive(Debug, Clone)]
+pub struct ResizePlan {
+    pub out_shape: Vec<usize>,
+    pub passes: Vec<AxisPass>,
+    pub extrapolation: f64,
 }
 
 fn parse_mode(s: &str) -> KernelResult<Mode> {
@@ -72,66 +101,73 @@ fn parse_mode(s: &str) -> KernelResult<Mode> {
 }
 
 pub(crate) fn create_resize(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let opset = init.opset;
-    let mode = parse_mode(init.str_or("mode", "nearest")?)?;
-    let (coord, nearest) = if opset < 11 {
-        (Coord::Asymmetric, Nearest::Simple)
-    } else {
-        let coord = match init.str_or("coordinate_transformation_mode", "half_pixel")? {
-            "half_pixel" => Coord::HalfPixel,
-            "half_pixel_symmetric" => Coord::HalfPixelSymmetric,
-            "pytorch_half_pixel" => Coord::PytorchHalfPixel,
-            "align_corners" => Coord::AlignCorners,
-            "asymmetric" => Coord::Asymmetric,
-            "tf_half_pixel_for_nn" => Coord::TfHalfPixelForNn,
-            "tf_crop_and_resize" => Coord::TfCropAndResize,
+    Ok(Box::new(Resize(ResizeSpec::from_init(init)?)))
+}
+
+impl ResizeSpec {
+    /// Parses a Resize node's attributes (opsets 10–19).
+    pub fn from_init(init: &KernelInit<'_>) -> KernelResult<ResizeSpec> {
+        let opset = init.opset;
+        let mode = parse_mode(init.str_or("mode", "nearest")?)?;
+        let (coord, nearest) = if opset < 11 {
+            (Coord::Asymmetric, Nearest::Simple)
+        } else {
+            let coord = match init.str_or("coordinate_transformation_mode", "half_pixel")? {
+                "half_pixel" => Coord::HalfPixel,
+                "half_pixel_symmetric" => Coord::HalfPixelSymmetric,
+                "pytorch_half_pixel" => Coord::PytorchHalfPixel,
+                "align_corners" => Coord::AlignCorners,
+                "asymmetric" => Coord::Asymmetric,
+                "tf_half_pixel_for_nn" => Coord::TfHalfPixelForNn,
+                "tf_crop_and_resize" => Coord::TfCropAndResize,
+                other => {
+                    return Err(KernelError::attr(
+                        "coordinate_transformation_mode",
+                        format!("unknown mode '{other}'"),
+                    ))
+                }
+            };
+            let nearest = match init.str_or("nearest_mode", "round_prefer_floor")? {
+                "round_prefer_floor" => Nearest::RoundPreferFloor,
+                "round_prefer_ceil" => Nearest::RoundPreferCeil,
+                "floor" => Nearest::Floor,
+                "ceil" => Nearest::Ceil,
+                other => {
+                    return Err(KernelError::attr(
+                        "nearest_mode",
+                        format!("unknown mode '{other}'"),
+                    ))
+                }
+            };
+            (coord, nearest)
+        };
+        let policy = match init.str_or("keep_aspect_ratio_policy", "stretch")? {
+            "stretch" => Policy::Stretch,
+            "not_larger" => Policy::NotLarger,
+            "not_smaller" => Policy::NotSmaller,
             other => {
                 return Err(KernelError::attr(
-                    "coordinate_transformation_mode",
-                    format!("unknown mode '{other}'"),
+                    "keep_aspect_ratio_policy",
+                    format!("unknown policy '{other}'"),
                 ))
             }
         };
-        let nearest = match init.str_or("nearest_mode", "round_prefer_floor")? {
-            "round_prefer_floor" => Nearest::RoundPreferFloor,
-            "round_prefer_ceil" => Nearest::RoundPreferCeil,
-            "floor" => Nearest::Floor,
-            "ceil" => Nearest::Ceil,
-            other => {
-                return Err(KernelError::attr(
-                    "nearest_mode",
-                    format!("unknown mode '{other}'"),
-                ))
-            }
+        let interp = Interp {
+            mode,
+            coord,
+            nearest,
+            cubic_a: init.float_or("cubic_coeff_a", -0.75)? as f64,
+            exclude_outside: init.int_or("exclude_outside", 0)? != 0,
+            extrapolation: init.float_or("extrapolation_value", 0.0)? as f64,
+            antialias: init.int_or("antialias", 0)? != 0,
         };
-        (coord, nearest)
-    };
-    let policy = match init.str_or("keep_aspect_ratio_policy", "stretch")? {
-        "stretch" => Policy::Stretch,
-        "not_larger" => Policy::NotLarger,
-        "not_smaller" => Policy::NotSmaller,
-        other => {
-            return Err(KernelError::attr(
-                "keep_aspect_ratio_policy",
-                format!("unknown policy '{other}'"),
-            ))
-        }
-    };
-    let interp = Interp {
-        mode,
-        coord,
-        nearest,
-        cubic_a: init.float_or("cubic_coeff_a", -0.75)? as f64,
-        exclude_outside: init.int_or("exclude_outside", 0)? != 0,
-        extrapolation: init.float_or("extrapolation_value", 0.0)? as f64,
-        antialias: init.int_or("antialias", 0)? != 0,
-    };
-    Ok(Box::new(Resize {
-        opset,
-        interp,
-        axes: init.ints_opt("axes")?.map(<[i64]>::to_vec),
-        policy,
-    }))
+        Ok(ResizeSpec {
+            opset,
+            interp,
+            axes: init.ints_opt("axes")?.map(<[i64]>::to_vec),
+            policy,
+        })
+    }
 }
 
 /// The region of interest of one axis for tf_crop_and_resize. `f32` ROIs are combined in
@@ -149,11 +185,11 @@ impl Roi {
     }
 }
 
-impl Kernel for Resize {
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
-        let x = ctx.input(0)?;
-        let rank = x.rank();
-        let in_shape = x.shape().to_vec();
+impl ResizeSpec {
+    /// The passes that resize `in_shape` with the node's roi, scales and sizes inputs.
+    pub fn plan(&self, ctx: &KernelCtx<'_>, in_shape: &[usize]) -> KernelResult<ResizePlan> {
+        let rank = in_shape.len();
+        let in_shape = in_shape.to_vec();
         let axes = match &self.axes {
             Some(a) => normalize_axes(a, rank)?,
             None => (0..rank).collect(),
@@ -246,33 +282,49 @@ impl Kernel for Resize {
         } else if self.interp.coord == Coord::TfCropAndResize {
             return Err(KernelError::invalid("tf_crop_and_resize needs roi"));
         }
-        let dtype = x.dtype();
-        let mut data = x.to_f64_vec()?;
-        let mut shape = in_shape.clone();
+        let mut passes = Vec::new();
         let empty = in_shape.contains(&0) || out_shape.contains(&0);
         if !empty {
             for &a in &axes {
                 let identity = (scale[a] - 1.0).abs() <= 1e-9 * scale[a].abs().max(1.0)
-                    && out_shape[a] == shape[a]
+                    && out_shape[a] == in_shape[a]
                     && rois[a].is_none_or(|r| r.is_identity());
                 if identity {
                     continue;
                 }
-                data = resize_axis(
-                    &data,
-                    &shape,
+                passes.push(axis_pass(
                     a,
+                    in_shape[a],
                     scale[a],
                     out_shape[a],
                     rois[a],
                     &self.interp,
-                )?;
-                shape[a] = out_shape[a];
+                )?);
             }
-        } else {
-            data = vec![0.0; out_shape.iter().product()];
         }
-        put_f64(ctx, 0, dtype, &out_shape, &data)
+        Ok(ResizePlan {
+            out_shape,
+            passes,
+            extrapolation: self.interp.extrapolation,
+        })
+    }
+}
+
+impl Kernel for Resize {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let x = ctx.input(0)?;
+        let plan = self.0.plan(ctx, x.shape())?;
+        let mut shape = x.shape().to_vec();
+        let mut data = if shape.contains(&0) || plan.out_shape.contains(&0) {
+            vec![0.0; plan.out_shape.iter().product()]
+        } else {
+            x.to_f64_vec()?
+        };
+        for pass in &plan.passes {
+            data = apply_pass(&data, &shape, pass, plan.extrapolation);
+            shape[pass.axis] = pass.out_len;
+        }
+        put_f64(ctx, 0, x.dtype(), &plan.out_shape, &data)
     }
 }
 
@@ -430,18 +482,15 @@ fn source_coord(
 }
 
 /// Resizes `data` (of `shape`) along `axis` to `out_w` positions.
-fn resize_axis(
-    data: &[f64],
-    shape: &[usize],
+/// The taps and weights of each output position along `axis`.
+fn axis_pass(
     axis: usize,
+    in_w: usize,
     scale: f64,
     out_w: usize,
     roi: Option<Roi>,
     interp: &Interp,
-) -> KernelResult<Vec<f64>> {
-    let in_w = shape[axis];
-    let outer: usize = shape[..axis].iter().product();
-    let inner: usize = shape[axis + 1..].iter().product();
+) -> KernelResult<AxisPass> {
     let mut c = Vec::new();
     coeffs(interp, 0.5, scale, &mut c);
     let n = c.len();
@@ -502,14 +551,31 @@ fn resize_axis(
             w.push(cv);
         }
     }
+    Ok(AxisPass {
+        axis,
+        out_len: out_w,
+        taps: n,
+        index: idx,
+        weight: w,
+        extrapolate: extrap,
+    })
+}
+
+/// Applies one pass to `data` of `shape`.
+fn apply_pass(data: &[f64], shape: &[usize], pass: &AxisPass, extrapolation: f64) -> Vec<f64> {
+    let (axis, out_w, n) = (pass.axis, pass.out_len, pass.taps);
+    let in_w = shape[axis];
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let (idx, w) = (&pass.index, &pass.weight);
     let mut out = vec![0.0f64; outer * out_w * inner];
     for o in 0..outer {
         let src = &data[o * in_w * inner..(o + 1) * in_w * inner];
         let dst = &mut out[o * out_w * inner..(o + 1) * out_w * inner];
         for j in 0..out_w {
             let row = &mut dst[j * inner..(j + 1) * inner];
-            if extrap[j] {
-                row.fill(interp.extrapolation);
+            if pass.extrapolate[j] {
+                row.fill(extrapolation);
                 continue;
             }
             for t in 0..n {
@@ -524,7 +590,7 @@ fn resize_axis(
             }
         }
     }
-    Ok(out)
+    out
 }
 
 struct Upsample {
@@ -592,7 +658,8 @@ impl Kernel for Upsample {
                 if s == 1.0 {
                     continue;
                 }
-                data = resize_axis(&data, &shape, a, s, out_shape[a], None, &self.interp)?;
+                let pass = axis_pass(a, shape[a], s, out_shape[a], None, &self.interp)?;
+                data = apply_pass(&data, &shape, &pass, self.interp.extrapolation);
                 shape[a] = out_shape[a];
             }
         }

@@ -405,3 +405,50 @@ fn attention_runs_on_the_gpu_with_masks_and_grouped_heads() {
     let y2 = &gpu.outputs[1];
     assert!(y2[6..12].iter().all(|&x| x == 0.0), "{:?}", &y2[..12]);
 }
+
+/// Resize over two axes (through the kernel's scratch buffer) in linear, cubic and nearest
+/// modes runs on the gpu and matches the host engines.
+#[test]
+fn resize_runs_on_the_gpu_in_every_mode() {
+    let Some(a) = adapter("resize") else {
+        return;
+    };
+    let mut n = Net::new();
+    n.opset = 19;
+    let x = n.input("x", F32, &[1, 3, 10, 12]);
+    let roi = n.floats(&[]);
+    let scales = n.floats(&[1.0, 1.0, 1.7, 0.6]);
+    let sizes = n.ints(&[1, 3, 7, 25]);
+    for (k, mode, coord) in [
+        (0, "linear", "half_pixel"),
+        (1, "cubic", "align_corners"),
+        (2, "nearest", "asymmetric"),
+    ] {
+        let attrs = vec![
+            a_str("mode", mode),
+            a_str("coordinate_transformation_mode", coord),
+        ];
+        let out = format!("y{k}");
+        if k == 1 {
+            n.op_to("Resize", &[&x, &roi, "", &sizes], &out, attrs);
+            n.output(&out, F32, &[1, 3, 7, 25]);
+        } else {
+            n.op_to("Resize", &[&x, &roi, &scales], &out, attrs);
+            n.output(&out, F32, &[1, 3, 17, 7]);
+        }
+    }
+    let m = n.model();
+    let gpu = compile(&m, EngineArgs::default());
+    let cpu = compile(&m, without_gpu());
+    assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let compiled = set.pipeline().compile(graph_of(&m)).unwrap();
+    let g = &compiled.graph;
+    let on: Vec<&str> = g
+        .nodes_of(g.root())
+        .filter_map(|n| g.op(n))
+        .filter(|op| op.op_type() == "Resize")
+        .map(|op| op.engine_name())
+        .collect();
+    assert_eq!(on, ["gpu"; 3], "on {a}");
+}

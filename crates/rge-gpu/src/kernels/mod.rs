@@ -10,6 +10,7 @@ pub mod map;
 pub mod matmul;
 pub mod pool;
 pub mod reduce;
+pub mod resize;
 pub mod rows;
 pub mod strided;
 pub mod tile;
