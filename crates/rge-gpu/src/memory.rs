@@ -147,3 +147,36 @@ impl SpaceAllocator for GpuAllocator {
         }
     }
 }
+
+/// A kernel's own device buffer for values between its dispatches (split-K partial sums, a
+/// resize's intermediate axes): made on first use, grown when a larger one is needed. The
+/// dispatches that use it are recorded together, so runs on several threads do not mix.
+#[derive(Default)]
+pub struct Scratch(Mutex<Option<Arc<wgpu::Buffer>>>);
+
+impl Scratch {
+    /// The buffer, at least `bytes` long.
+    pub fn get(&self, ctx: &GpuContext, bytes: u64) -> Result<Arc<wgpu::Buffer>, GpuError> {
+        let mut s = self
+            .0
+            .lock()
+            .map_err(|_| GpuError::Device("scratch buffer poisoned".into()))?;
+        if let Some(b) = s.as_ref().filter(|b| b.size() >= bytes) {
+            return Ok(b.clone());
+        }
+        if bytes > ctx.limits.max_buffer_size {
+            return Err(GpuError::OutOfMemory(format!(
+                "{bytes} bytes of scratch; the adapter's largest buffer is {} bytes",
+                ctx.limits.max_buffer_size
+            )));
+        }
+        let b = Arc::new(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rge-gpu scratch"),
+            size: bytes.max(4),
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        }));
+        *s = Some(b.clone());
+        Ok(b)
+    }
+}

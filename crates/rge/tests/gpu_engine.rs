@@ -452,3 +452,42 @@ fn resize_runs_on_the_gpu_in_every_mode() {
         .collect();
     assert_eq!(on, ["gpu"; 3], "on {a}");
 }
+
+/// Small outputs over a long depth split the depth (split-K) and sum the slices in a second
+/// dispatch that applies the epilogue: a Gemm with alpha, beta and C, a MatMul, and a Conv
+/// with bias, residual and Relu, against the host engines.
+#[test]
+fn small_outputs_over_long_depths_split_it_and_match() {
+    let Some(_) = adapter("split-k") else {
+        return;
+    };
+    let mut n = Net::new();
+    let a = n.input("a", F32, &[40, 2048]);
+    let w = n.weight(&[50, 2048], 41);
+    let c = n.weight(&[50], 42);
+    n.op_to(
+        "Gemm",
+        &[&a, &w, &c],
+        "g",
+        vec![
+            a_int("transB", 1),
+            a_float("alpha", 0.5),
+            a_float("beta", 2.0),
+        ],
+    );
+    let w2 = n.weight(&[2048, 30], 43);
+    n.op_to("MatMul", &[&a, &w2], "mm", vec![]);
+    let x = n.input("x", F32, &[1, 256, 7, 7]);
+    let k = n.weight(&[256, 256, 3, 3], 44);
+    let kb = n.weight(&[256], 45);
+    let conv = n.op("Conv", &[&x, &k, &kb], vec![a_ints("pads", &[1, 1, 1, 1])]);
+    let sum = n.op("Add", &[&conv, &x], vec![]);
+    n.op_to("Relu", &[&sum], "y", vec![]);
+    n.output("g", F32, &[40, 50]);
+    n.output("mm", F32, &[40, 30]);
+    n.output("y", F32, &[1, 256, 7, 7]);
+    let m = n.model();
+    let gpu = compile(&m, EngineArgs::default());
+    let cpu = compile(&m, without_gpu());
+    assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+}

@@ -8,13 +8,62 @@ use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::dispatch::{bind, groups_1d, launch, GROUP};
+use crate::dispatch::{bind, groups_1d, launch, launch_all, Bound, Dispatch, GROUP};
 use crate::error::GpuError;
 use crate::kernels::epilogue::Activation;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
 use crate::kernels::tile::{self, DEPTH, TILE_THREADS};
 use crate::kernels::window::Window;
-use crate::memory::DeviceMemory;
+use crate::memory::{DeviceMemory, Scratch};
+
+/// The parameter words the conv shaders read, and the epilogue that writes output channel
+/// `m` at column `col` (image × pixel).
+fn epilogue(ty: &str) -> String {
+    format!(
+        "
+// p: 0 N, 1 C, 2 H, 3 W, 4 M, 5 OH, 6 OW, 7 KH, 8 KW, 9 sh, 10 sw, 11 ph, 12 pw, 13 dh, 14 dw,
+// 15 Cg, 16 Mg, 17 x_off, 18 w_off, 19 b_off, 20 y_off, 21 has_bias, 22 act a0, 23 act a1,
+// 24 has Z, 25 z_off, 26 depth per split, 27 write partial sums, 28 splits, 29 threads per
+// grid row (the reduction)
+fn epilogue(m: u32, col: u32, acc: f32) {{
+    let pix = p[5] * p[6];
+    let n = col / pix;
+    let q = col % pix;
+    var x = acc;
+    if (p[21] != 0u) {{ x = x + f32(bs[p[19] + m]); }}
+    let yi = (n * p[4] + m) * pix + q;
+    if (p[24] != 0u) {{ x = x + f32(z[p[25] + yi]); }}
+    y[p[20] + yi] = {ty}(act(x, bitcast<f32>(p[22]), bitcast<f32>(p[23])));
+}}
+"
+    )
+}
+
+/// The reduction of split-K partial sums: one thread per output, the epilogue on the sum.
+fn reduce_shader(ty: &str, act: &Activation) -> String {
+    format!(
+        "{en}@group(0) @binding(0) var<storage, read_write> bs: array<{ty}>;
+@group(0) @binding(1) var<storage, read_write> z: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> y: array<{ty}>;
+@group(0) @binding(3) var<storage, read_write> sp: array<f32>;
+@group(0) @binding(4) var<storage, read> p: array<u32>;
+{act_fn}{epi}
+@compute @workgroup_size({GROUP})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
+    let i = g.x + g.y * p[29];
+    let cols = p[0] * p[5] * p[6];
+    let total = p[4] * cols;
+    if (i >= total) {{ return; }}
+    var v = 0.0;
+    for (var s = 0u; s < p[28]; s = s + 1u) {{ v = v + sp[s * total + i]; }}
+    epilogue(i / cols, i % cols, v);
+}}
+",
+        en = enable(ty),
+        act_fn = act.wgsl(),
+        epi = epilogue(ty),
+    )
+}
 
 fn shader(ty: &str, act: &Activation, r: u32) -> String {
     let tile = TILE_THREADS * r;
@@ -24,58 +73,59 @@ fn shader(ty: &str, act: &Activation, r: u32) -> String {
 @group(0) @binding(2) var<storage, read_write> bs: array<{ty}>;
 @group(0) @binding(3) var<storage, read_write> z: array<{ty}>;
 @group(0) @binding(4) var<storage, read_write> y: array<{ty}>;
-@group(0) @binding(5) var<storage, read> p: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sp: array<f32>;
+@group(0) @binding(6) var<storage, read> p: array<u32>;
 
 var<workgroup> ta: array<array<f32, {tile}>, {DEPTH}>;
 var<workgroup> tb: array<array<f32, {tile}>, {DEPTH}>;
 {act_fn}
-// p: 0 N, 1 C, 2 H, 3 W, 4 M, 5 OH, 6 OW, 7 KH, 8 KW, 9 sh, 10 sw, 11 ph, 12 pw, 13 dh, 14 dw,
-// 15 Cg, 16 Mg, 17 x_off, 18 w_off, 19 b_off, 20 y_off, 21 has_bias, 22 act a0, 23 act a1,
-// 24 has Z, 25 z_off
-fn store(g: u32, row: u32, col0: u32, v: {vec}) {{
-    let pix = p[5] * p[6];
+{epi}
+fn store(g: u32, split: u32, row: u32, col0: u32, v: {vec}) {{
+    let cols = p[0] * p[5] * p[6];
     if (row >= p[16]) {{ return; }}
     let m = g * p[16] + row;
     for (var j = 0u; j < {r}u; j = j + 1u) {{
         let col = col0 + {TILE_THREADS}u * j;
-        if (col < p[0] * pix) {{
-            let n = col / pix;
-            let q = col % pix;
-            var x = v[j];
-            if (p[21] != 0u) {{ x = x + f32(bs[p[19] + m]); }}
-            let yi = (n * p[4] + m) * pix + q;
-            if (p[24] != 0u) {{ x = x + f32(z[p[25] + yi]); }}
-            y[p[20] + yi] = {ty}(act(x, bitcast<f32>(p[22]), bitcast<f32>(p[23])));
+        if (col < cols) {{
+            if (p[27] != 0u) {{
+                sp[(split * p[4] + m) * cols + col] = v[j];
+            }} else {{
+                epilogue(m, col, v[j]);
+            }}
         }}
     }}
 }}
 
 @compute @workgroup_size({TILE_THREADS}, {TILE_THREADS})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {{
-    let g = wg.z;
+    let groups = p[4] / p[16];
+    let g = wg.z % groups;
+    let split = wg.z / groups;
     let r0 = wg.y * {tile}u;
     let c0 = wg.x * {tile}u;
     let khw = p[7] * p[8];
     let kk = p[15] * khw;
+    let kbeg = split * p[26];
+    let kend = min(kk, kbeg + p[26]);
     let pix = p[5] * p[6];
     let cols = p[0] * pix;
     let mg = p[16];
     let t = l.y * {TILE_THREADS}u + l.x;
 {acc_decl}
-    for (var k0 = 0u; k0 < kk; k0 = k0 + {DEPTH}u) {{
+    for (var k0 = kbeg; k0 < kend; k0 = k0 + {DEPTH}u) {{
         for (var e = 0u; e < {loads}u; e = e + 1u) {{
             let idx = t + {threads}u * e;
             let ar = idx / {DEPTH}u;
             let ak = idx % {DEPTH}u;
             var va = 0.0;
-            if (r0 + ar < mg && k0 + ak < kk) {{ va = f32(w[p[18] + (g * mg + r0 + ar) * kk + k0 + ak]); }}
+            if (r0 + ar < mg && k0 + ak < kend) {{ va = f32(w[p[18] + (g * mg + r0 + ar) * kk + k0 + ak]); }}
             ta[ak][ar] = va;
             let bk = idx / {tile}u;
             let bc = idx % {tile}u;
             let kb = k0 + bk;
             let col = c0 + bc;
             var vb = 0.0;
-            if (kb < kk && col < cols) {{
+            if (kb < kend && col < cols) {{
                 let n = col / pix;
                 let q = col % pix;
                 let c = kb / khw;
@@ -107,7 +157,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: v
         threads = TILE_THREADS * TILE_THREADS,
         bv = tile::b_vector(r),
         fma = tile::fma(r),
-        stores = tile::stores(r, "store(g, r0 + l.y + {off}u, c0 + l.x, acc{i});"),
+        stores = tile::stores(r, "store(g, split, r0 + l.y + {off}u, c0 + l.x, acc{i});"),
+        epi = epilogue(ty),
     )
 }
 
@@ -159,6 +210,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
     )
 }
 
+/// The split-K reduction pipeline for `dtype` and `act`.
+fn reduce_pipeline(
+    mem: &DeviceMemory,
+    dtype: DType,
+    act: &Activation,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Conv: {dtype:?}")))?;
+    mem.context()
+        .pipeline(&format!("conv_reduce.{ty}.{}", act.key()), || {
+            reduce_shader(ty, act)
+        })
+}
+
 /// The depthwise (one output channel per group) pipeline for `dtype` and `act`.
 fn direct_pipeline(
     mem: &DeviceMemory,
@@ -194,6 +258,10 @@ pub struct ConvKernel {
     pipelines: [Arc<wgpu::ComputePipeline>; 2],
     /// Depthwise convolutions (one output channel per group).
     direct: Arc<wgpu::ComputePipeline>,
+    /// Sums split-K partials and applies the epilogue.
+    reduce: Arc<wgpu::ComputePipeline>,
+    /// The split-K partial sums.
+    scratch: Scratch,
     dtype: DType,
     window: Window,
     group: usize,
@@ -227,6 +295,8 @@ pub fn create(
             pipeline(mem, dtype, &act, tile::LARGE)?,
         ],
         direct: direct_pipeline(mem, dtype, &act)?,
+        reduce: reduce_pipeline(mem, dtype, &act)?,
+        scratch: Scratch::default(),
         dtype,
         act,
         fused,
@@ -343,21 +413,50 @@ impl Kernel for ConvKernel {
             return Ok(());
         }
         let limit = gpu.limits.max_compute_workgroups_per_dimension as usize;
-        let r = tile::per_thread(mg, n * oh * ow, self.group);
+        let cols = n * oh * ow;
+        let r = tile::per_thread(mg, cols, self.group);
         let tile_size = (TILE_THREADS * r) as usize;
-        let gx = (n * oh * ow).div_ceil(tile_size);
+        let gx = cols.div_ceil(tile_size);
         let gy = mg.div_ceil(tile_size);
-        if gx > limit || gy > limit || self.group > limit {
+        let (splits, chunk) = tile::split_k(gx * gy * self.group, cg * kh * kw);
+        if gx > limit || gy > limit || self.group * splits > limit {
             return Err(
                 GpuError::Device("the Conv exceeds the adapter's dispatch limits".into()).into(),
             );
         }
-        launch(
+        let mut p = p;
+        p.resize(30, 0);
+        p[26] = chunk as u32;
+        p[27] = u32::from(splits > 1);
+        p[28] = splits as u32;
+        let pipeline = &self.pipelines[usize::from(r == tile::LARGE)];
+        let grid = (gx as u32, gy as u32, (self.group * splits) as u32);
+        if splits == 1 {
+            launch(gpu, pipeline, &[&bx, &bw, b_ref, z_ref, &by, &bw], &p, grid)?;
+            return Ok(());
+        }
+        let outputs = m * cols;
+        let bytes = (splits * outputs * 4) as u64;
+        let buffer = self.scratch.get(gpu, bytes)?;
+        let sp = Bound::own(&buffer, 0, bytes);
+        let (rx, ry, row) = groups_1d(gpu, outputs as u64)?;
+        p[29] = row;
+        launch_all(
             gpu,
-            &self.pipelines[usize::from(r == tile::LARGE)],
-            &[&bx, &bw, b_ref, z_ref, &by],
-            &p,
-            (gx as u32, gy as u32, self.group as u32),
+            &[
+                Dispatch {
+                    pipeline,
+                    tensors: vec![&bx, &bw, b_ref, z_ref, &by, &sp],
+                    params: p.clone(),
+                    groups: grid,
+                },
+                Dispatch {
+                    pipeline: &self.reduce,
+                    tensors: vec![b_ref, z_ref, &by, &sp],
+                    params: p,
+                    groups: (rx, ry, 1),
+                },
+            ],
         )?;
         Ok(())
     }

@@ -9,16 +9,68 @@ use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::dispatch::{bind, launch, Bound};
+use crate::dispatch::{bind, groups_1d, launch, launch_all, Bound, Dispatch, GROUP};
 use crate::error::GpuError;
 use crate::kernels::epilogue::Activation;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
 use crate::kernels::strided;
 use crate::kernels::tile::{self, DEPTH, TILE_THREADS};
-use crate::memory::DeviceMemory;
+use crate::memory::{DeviceMemory, Scratch};
 
 /// Parameter words before the batch table.
-const P_HEAD: usize = 20;
+const P_HEAD: usize = 26;
+
+/// The parameter words both shaders read, and the epilogue that writes one output.
+fn epilogue(ty: &str) -> String {
+    format!(
+        "
+// p: 0 M, 1 N, 2 K, 3 a_off, 4 b_off, 5 o_off, 6..10 strides (A row, A depth, B depth,
+// B col), 10 has C, 11 c_off, 12..14 C strides (row, col), 14 alpha, 15 beta, 16 act a0,
+// 17 act a1, 18 has Z, 19 z_off, 20 batches, 21 depth per split, 22 write partial sums,
+// 23 splits, 24 threads per grid row (the reduction); from word {P_HEAD}: (A, B) offsets
+// per batch.
+fn epilogue(bt: u32, row: u32, col: u32, acc: f32) {{
+    let m = p[0];
+    let n = p[1];
+    var x = bitcast<f32>(p[14]) * acc;
+    if (p[10] != 0u) {{
+        x = x + bitcast<f32>(p[15]) * f32(c[p[11] + row * p[12] + col * p[13]]);
+    }}
+    let oi = bt * m * n + row * n + col;
+    if (p[18] != 0u) {{ x = x + f32(z[p[19] + oi]); }}
+    o[p[5] + oi] = {ty}(act(x, bitcast<f32>(p[16]), bitcast<f32>(p[17])));
+}}
+"
+    )
+}
+
+/// The reduction of split-K partial sums: one thread per output, the epilogue on the sum.
+fn reduce_shader(ty: &str, act: &Activation) -> String {
+    format!(
+        "{en}@group(0) @binding(0) var<storage, read_write> c: array<{ty}>;
+@group(0) @binding(1) var<storage, read_write> z: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> o: array<{ty}>;
+@group(0) @binding(3) var<storage, read_write> sp: array<f32>;
+@group(0) @binding(4) var<storage, read> p: array<u32>;
+{act_fn}{epi}
+@compute @workgroup_size({GROUP})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
+    let i = g.x + g.y * p[24];
+    let mn = p[0] * p[1];
+    let total = p[20] * mn;
+    if (i >= total) {{ return; }}
+    var v = 0.0;
+    for (var s = 0u; s < p[23]; s = s + 1u) {{ v = v + sp[s * total + i]; }}
+    let bt = i / mn;
+    let rc = i % mn;
+    epilogue(bt, rc / p[1], rc % p[1], v);
+}}
+",
+        en = enable(ty),
+        act_fn = act.wgsl(),
+        epi = epilogue(ty),
+    )
+}
 
 fn shader(ty: &str, act: &Activation, r: u32) -> String {
     let tile = TILE_THREADS * r;
@@ -28,28 +80,24 @@ fn shader(ty: &str, act: &Activation, r: u32) -> String {
 @group(0) @binding(2) var<storage, read_write> c: array<{ty}>;
 @group(0) @binding(3) var<storage, read_write> z: array<{ty}>;
 @group(0) @binding(4) var<storage, read_write> o: array<{ty}>;
-@group(0) @binding(5) var<storage, read> p: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sp: array<f32>;
+@group(0) @binding(6) var<storage, read> p: array<u32>;
 
 var<workgroup> ta: array<array<f32, {tile}>, {DEPTH}>;
 var<workgroup> tb: array<array<f32, {tile}>, {DEPTH}>;
-{act_fn}
-// p: 0 M, 1 N, 2 K, 3 a_off, 4 b_off, 5 o_off, 6..10 strides (A row, A depth, B depth,
-// B col), 10 has C, 11 c_off, 12..14 C strides (row, col), 14 alpha, 15 beta, 16 act a0,
-// 17 act a1, 18 has Z, 19 z_off; then (A, B) offsets per batch.
-fn store(bt: u32, row: u32, col0: u32, v: {vec}) {{
+{act_fn}{epi}
+fn store(bt: u32, split: u32, row: u32, col0: u32, v: {vec}) {{
     let m = p[0];
     let n = p[1];
     if (row >= m) {{ return; }}
     for (var j = 0u; j < {r}u; j = j + 1u) {{
         let col = col0 + {TILE_THREADS}u * j;
         if (col < n) {{
-            var x = bitcast<f32>(p[14]) * v[j];
-            if (p[10] != 0u) {{
-                x = x + bitcast<f32>(p[15]) * f32(c[p[11] + row * p[12] + col * p[13]]);
+            if (p[22] != 0u) {{
+                sp[((split * p[20] + bt) * m + row) * n + col] = v[j];
+            }} else {{
+                epilogue(bt, row, col, v[j]);
             }}
-            let oi = bt * m * n + row * n + col;
-            if (p[18] != 0u) {{ x = x + f32(z[p[19] + oi]); }}
-            o[p[5] + oi] = {ty}(act(x, bitcast<f32>(p[16]), bitcast<f32>(p[17])));
         }}
     }}
 }}
@@ -61,23 +109,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: v
     let kk = p[2];
     let r0 = wg.y * {tile}u;
     let c0 = wg.x * {tile}u;
-    let bt = wg.z;
+    let bt = wg.z % p[20];
+    let split = wg.z / p[20];
+    let kbeg = split * p[21];
+    let kend = min(kk, kbeg + p[21]);
     let abase = p[3] + p[{P_HEAD}u + 2u * bt];
     let bbase = p[4] + p[{P_HEAD}u + 2u * bt + 1u];
     let t = l.y * {TILE_THREADS}u + l.x;
 {acc_decl}
-    for (var k0 = 0u; k0 < kk; k0 = k0 + {DEPTH}u) {{
+    for (var k0 = kbeg; k0 < kend; k0 = k0 + {DEPTH}u) {{
         for (var e = 0u; e < {loads}u; e = e + 1u) {{
             let idx = t + {threads}u * e;
             let ar = idx / {DEPTH}u;
             let ak = idx % {DEPTH}u;
             var va = 0.0;
-            if (r0 + ar < m && k0 + ak < kk) {{ va = f32(a[abase + (r0 + ar) * p[6] + (k0 + ak) * p[7]]); }}
+            if (r0 + ar < m && k0 + ak < kend) {{ va = f32(a[abase + (r0 + ar) * p[6] + (k0 + ak) * p[7]]); }}
             ta[ak][ar] = va;
             let bk = idx / {tile}u;
             let bc = idx % {tile}u;
             var vb = 0.0;
-            if (k0 + bk < kk && c0 + bc < n) {{ vb = f32(b[bbase + (k0 + bk) * p[8] + (c0 + bc) * p[9]]); }}
+            if (k0 + bk < kend && c0 + bc < n) {{ vb = f32(b[bbase + (k0 + bk) * p[8] + (c0 + bc) * p[9]]); }}
             tb[bk][bc] = vb;
         }}
         workgroupBarrier();
@@ -98,7 +149,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: v
         threads = TILE_THREADS * TILE_THREADS,
         bv = tile::b_vector(r),
         fma = tile::fma(r),
-        stores = tile::stores(r, "store(bt, r0 + l.y + {off}u, c0 + l.x, acc{i});"),
+        stores = tile::stores(r, "store(bt, split, r0 + l.y + {off}u, c0 + l.x, acc{i});"),
+        epi = epilogue(ty),
     )
 }
 
@@ -116,6 +168,10 @@ pub struct MatMulKernel {
     mem: Arc<DeviceMemory>,
     /// 2×2 and 4×4 outputs per thread (small and large outputs).
     pipelines: [Arc<wgpu::ComputePipeline>; 2],
+    /// Sums split-K partials and applies the epilogue.
+    reduce: Arc<wgpu::ComputePipeline>,
+    /// The split-K partial sums.
+    scratch: Scratch,
     dtype: DType,
     gemm: Option<GemmAttrs>,
     op: MatMulOp,
@@ -145,6 +201,19 @@ pub fn pipeline(
         })
 }
 
+/// The split-K reduction pipeline for `dtype` with `act` in its epilogue.
+fn reduce_pipeline(
+    mem: &DeviceMemory,
+    dtype: DType,
+    act: &Activation,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("MatMul: {dtype:?}")))?;
+    mem.context()
+        .pipeline(&format!("matmul_reduce.{ty}.{}", act.key()), || {
+            reduce_shader(ty, act)
+        })
+}
+
 /// Builds a MatMul, Gemm or FusedMatMul kernel.
 pub fn create(
     mem: &Arc<DeviceMemory>,
@@ -161,6 +230,7 @@ pub fn create(
         pipeline(mem, dtype, &act, tile::SMALL)?,
         pipeline(mem, dtype, &act, tile::LARGE)?,
     ];
+    let reduce = reduce_pipeline(mem, dtype, &act)?;
     let gemm = match op {
         MatMulOp::Gemm => Some(GemmAttrs {
             alpha: init.float_or("alpha", 1.0)?,
@@ -174,6 +244,8 @@ pub fn create(
     Ok(Box::new(MatMulKernel {
         mem: mem.clone(),
         pipelines,
+        reduce,
+        scratch: Scratch::default(),
         dtype,
         gemm: gemm.or(trans_b.then_some(GemmAttrs {
             alpha: 1.0,
@@ -404,19 +476,58 @@ impl Kernel for MatMulKernel {
         }
         let r = tile::per_thread(g.m, g.n, g.batches.len());
         let tile_size = (TILE_THREADS * r) as usize;
-        let groups = (
+        let groups = g.n.div_ceil(tile_size) * g.m.div_ceil(tile_size) * g.batches.len();
+        let (splits, chunk) = tile::split_k(groups, g.k);
+        if g.batches.len() * splits > limit {
+            return Err(GpuError::Device(format!(
+                "{} matrices in one MatMul exceed the adapter's dispatch limit {limit}",
+                g.batches.len()
+            ))
+            .into());
+        }
+        p[20] = g.batches.len() as u32;
+        p[21] = to_u32(chunk, "K")?;
+        p[22] = u32::from(splits > 1);
+        p[23] = splits as u32;
+        let grid = (
             to_u32(g.n.div_ceil(tile_size), "N")?,
             to_u32(g.m.div_ceil(tile_size), "M")?,
-            g.batches.len() as u32,
+            to_u32(g.batches.len() * splits, "batches")?,
         );
         let pipeline = &self.pipelines[usize::from(r == tile::LARGE)];
         let z_bound = bz.as_ref().unwrap_or(&ba);
-        launch(
+        if splits == 1 {
+            launch(
+                gpu,
+                pipeline,
+                &[&ba, &bb, c_bound, z_bound, &bo, &ba],
+                &p,
+                grid,
+            )?;
+            return Ok(());
+        }
+        let outputs = g.batches.len() * g.m * g.n;
+        let bytes = (splits * outputs * 4) as u64;
+        let buffer = self.scratch.get(gpu, bytes)?;
+        let sp = Bound::own(&buffer, 0, bytes);
+        let (rx, ry, row) = groups_1d(gpu, outputs as u64)?;
+        p[24] = row;
+        launch_all(
             gpu,
-            pipeline,
-            &[&ba, &bb, c_bound, z_bound, &bo],
-            &p,
-            groups,
+            &[
+                Dispatch {
+                    pipeline,
+                    tensors: vec![&ba, &bb, c_bound, z_bound, &bo, &sp],
+                    params: p.clone(),
+                    groups: grid,
+                },
+                Dispatch {
+                    pipeline: &self.reduce,
+                    tensors: vec![c_bound, z_bound, &bo, &sp],
+                    params: p,
+                    groups: (rx, ry, 1),
+                },
+            ],
         )?;
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! buffer. Passes between the first and the last go through the kernel's own f32 scratch
 //! buffer (two halves, ping-pong).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 use rge_kernels_misc::{AxisPass, ResizeSpec};
@@ -13,7 +13,7 @@ use rge_kernels_misc::{AxisPass, ResizeSpec};
 use crate::dispatch::{bind, groups_1d, launch_all, Bound, Dispatch, GROUP};
 use crate::error::GpuError;
 use crate::kernels::map::{elem_size, wgsl_type};
-use crate::memory::DeviceMemory;
+use crate::memory::{DeviceMemory, Scratch};
 
 /// Parameter words before the tap table.
 const P_HEAD: usize = 12;
@@ -87,8 +87,8 @@ pub struct ResizeKernel {
     mem: Arc<DeviceMemory>,
     dtype: DType,
     spec: ResizeSpec,
-    /// The scratch buffer of multi-axis resizes, made on first use (the shapes are static).
-    scratch: Mutex<Option<Arc<wgpu::Buffer>>>,
+    /// The intermediate axes of multi-axis resizes.
+    scratch: Scratch,
 }
 
 /// Builds the kernel.
@@ -99,7 +99,7 @@ pub fn create(mem: &Arc<DeviceMemory>, init: &KernelInit<'_>) -> KernelResult<Bo
         mem: mem.clone(),
         dtype,
         spec: ResizeSpec::from_init(init)?,
-        scratch: Mutex::default(),
+        scratch: Scratch::default(),
     }))
 }
 
@@ -126,34 +126,6 @@ fn params(pass: &AxisPass, shape: &[usize], extrapolation: f64) -> KernelResult<
     p[5] = n as u32;
     p[8] = (extrapolation as f32).to_bits();
     Ok(p)
-}
-
-impl ResizeKernel {
-    /// The scratch buffer, at least `bytes` long.
-    fn scratch(&self, bytes: u64) -> Result<Arc<wgpu::Buffer>, GpuError> {
-        let mut s = self
-            .scratch
-            .lock()
-            .map_err(|_| GpuError::Device("resize scratch poisoned".into()))?;
-        if let Some(b) = s.as_ref().filter(|b| b.size() >= bytes) {
-            return Ok(b.clone());
-        }
-        let ctx = self.mem.context();
-        if bytes > ctx.limits.max_buffer_size {
-            return Err(GpuError::OutOfMemory(format!(
-                "a resize needs {bytes} bytes of scratch; the adapter's largest buffer is {}",
-                ctx.limits.max_buffer_size
-            )));
-        }
-        let b = Arc::new(ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("rge-gpu resize scratch"),
-            size: bytes,
-            usage: wgpu::BufferUsages::STORAGE,
-            mapped_at_creation: false,
-        }));
-        *s = Some(b.clone());
-        Ok(b)
-    }
 }
 
 impl Kernel for ResizeKernel {
@@ -206,7 +178,7 @@ impl Kernel for ResizeKernel {
             .div_ceil(align)
             * align;
         let scratch = if passes.len() > 1 {
-            Some(self.scratch(2 * half)?)
+            Some(self.scratch.get(gpu, 2 * half)?)
         } else {
             None
         };

@@ -26,6 +26,24 @@ pub fn per_thread(m: usize, n: usize, batches: usize) -> u32 {
     }
 }
 
+/// Depth below which a split does not pay for its reduction.
+const MIN_SPLIT_DEPTH: usize = 256;
+/// The most splits of one product's depth.
+const MAX_SPLITS: usize = 32;
+
+/// Split-K for a product of `groups` workgroups and depth `k`: (splits, depth per split, a
+/// multiple of [`DEPTH`]). Few workgroups over a long depth leave the device idle; splitting
+/// the depth gives each slice its own workgroups, and a second dispatch sums the slices.
+pub fn split_k(groups: usize, k: usize) -> (usize, usize) {
+    let want = (2 * FEW_GROUPS).div_ceil(groups.max(1));
+    let splits = want.min(k / MIN_SPLIT_DEPTH).clamp(1, MAX_SPLITS);
+    if splits == 1 || groups >= FEW_GROUPS {
+        return (1, k);
+    }
+    let chunk = k.div_ceil(splits).div_ceil(DEPTH as usize) * DEPTH as usize;
+    (k.div_ceil(chunk), chunk)
+}
+
 /// The WGSL vector of r lanes.
 pub fn vec_type(r: u32) -> String {
     format!("vec{r}<f32>")
@@ -93,5 +111,14 @@ mod tests {
         );
         assert_eq!(per_thread(128, 768, 1), SMALL);
         assert_eq!(per_thread(12544, 256, 1), LARGE);
+        // BERT's 128×768 output over 3072: 96 workgroups of 32×32, split 6 ways.
+        assert_eq!(split_k(96, 3072), (6, 512));
+        assert_eq!(split_k(600, 3072), (1, 3072));
+        assert_eq!(split_k(10, 300), (1, 300));
+        let (s, c) = split_k(4, 4608);
+        assert!(
+            s * c >= 4608 && (s - 1) * c < 4608 && c % 16 == 0,
+            "{s} {c}"
+        );
     }
 }
