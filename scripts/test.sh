@@ -19,6 +19,9 @@ else
     "(apt-get install openmpi-bin libopenmpi-dev libclang-dev clang)"
 fi
 cargo test --workspace "${FEATURES[@]}"
+# The gpu engine's tests on a software adapter (Mesa's lavapipe, installed by .ci/run), which
+# the engine skips unless RGE_GPU=1; the other tests above ran without it.
+RGE_GPU=1 XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}" cargo test --workspace "${FEATURES[@]}" --test gpu_engine
 # The Python bindings (python/): built into build/pyvenv, pytest against onnxruntime.
 bash scripts/test_python.sh
 # The ONNX node tests through the whole pipeline; fails below the floor kept in the repo.

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::error::GpuError;
 
-/// The environment variable that turns the engine off (`RGE_GPU=0`).
+/// The environment variable that turns the engine off (`RGE_GPU=0`) or lets it run on a
+/// software adapter (`RGE_GPU=1`: Mesa's lavapipe, SwiftShader, WARP), which it skips by
+/// default: a CPU rasterizer is slower than the host engines, so it is for tests, not use.
 pub const GPU_ENV: &str = "RGE_GPU";
 
 /// The environment variable that makes every recorded command wait for the device
@@ -52,9 +54,11 @@ impl std::fmt::Debug for GpuContext {
 /// Finds an adapter and opens its device: `Err` says why the engine is absent (turned off by
 /// `RGE_GPU=0`, no adapter, the device refused).
 pub fn discover() -> Result<Arc<GpuContext>, GpuError> {
-    if std::env::var(GPU_ENV).is_ok_and(|v| v.trim() == "0") {
+    let setting = std::env::var(GPU_ENV).unwrap_or_default();
+    if setting.trim() == "0" {
         return Err(GpuError::Absent(format!("turned off by {GPU_ENV}=0")));
     }
+    let allow_software = setting.trim() == "1";
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = wgpu::Backends::PRIMARY;
     let instance = wgpu::Instance::new(desc);
@@ -66,6 +70,12 @@ pub fn discover() -> Result<Arc<GpuContext>, GpuError> {
     }))
     .map_err(|e| GpuError::Absent(format!("no gpu adapter (Vulkan, Metal or DX12): {e}")))?;
     let info = adapter.get_info();
+    if info.device_type == wgpu::DeviceType::Cpu && !allow_software {
+        return Err(GpuError::Absent(format!(
+            "only a software adapter, `{}` ({:?}); {GPU_ENV}=1 uses it",
+            info.name, info.backend
+        )));
+    }
     let f16 = adapter.features().contains(wgpu::Features::SHADER_F16);
     let features = if f16 {
         wgpu::Features::SHADER_F16
@@ -134,7 +144,9 @@ impl GpuContext {
 
     /// The largest tensor one binding can hold, in bytes.
     pub fn max_binding(&self) -> u64 {
-        u64::from(self.limits.max_storage_buffer_binding_size).min(self.limits.max_buffer_size)
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
     }
 
     /// The pipeline of the WGSL shader `name` (entry `main`), compiled on first use and

@@ -369,7 +369,7 @@ pub fn kernel_set(mem: &Arc<DeviceMemory>) -> KernelSet {
         }),
     );
     // Resize: the scales, sizes and roi stay on the host, where the plan is made.
-    let resize: Arc<Compile> = Arc::new(|mem, dtype| resize::pipelines(mem, dtype));
+    let resize: Arc<Compile> = Arc::new(resize::pipelines);
     for (since, until, ports, hosts) in [
         (10, 10, 2, &[1usize][..]),
         (11, i64::MAX, 4, &[1, 2, 3][..]),

@@ -18,10 +18,14 @@ use rge_conformance::{list_tests, load_test, node_tests_dir, Outcome, Tolerance}
 use rge_runtime::transfer::TRANSFER_OP;
 use rge_runtime::{Session, SessionOptions};
 
-/// The adapter's description, or `None` (with the skip printed) when there is none.
+/// The adapter's description, or `None` (with the skip printed) when there is none. With
+/// `RGE_GPU=1` (scripts/test.sh sets it, over lavapipe on CI) the engine must be there.
 fn adapter(test: &str) -> Option<String> {
     match rge_gpu::discover() {
         Ok(ctx) => Some(ctx.describe()),
+        Err(e) if std::env::var("RGE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("{test}: RGE_GPU=1 asks for the gpu engine, which is absent: {e}")
+        }
         Err(e) => {
             eprintln!("{test}: skipped, the gpu engine is absent: {e}");
             None
@@ -256,6 +260,21 @@ fn rge_gpu_0_turns_the_engine_off_and_rge_engines_says_so() {
     assert!(out.status.success(), "{text}");
     let line = text.lines().find(|l| l.starts_with("gpu:")).unwrap_or("");
     assert!(line.contains("RGE_GPU=0"), "{text}");
+    // By default a software adapter (lavapipe) is skipped: the engine is either in the set
+    // on a real adapter, or absent with the reason.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rge"))
+        .arg("engines")
+        .env_remove("RGE_GPU")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let listed = text.lines().any(|l| l.split_whitespace().next() == Some("gpu"));
+    let absent = text.lines().find(|l| l.starts_with("gpu: absent ("));
+    assert!(listed != absent.is_some(), "{text}");
+    if let (Some(why), Ok(ctx)) = (absent, rge_gpu::discover()) {
+        // Only RGE_GPU=1 (set for this test run) made the adapter usable: a software one.
+        assert!(why.contains("software adapter"), "{why} ({})", ctx.describe());
+    }
 }
 
 /// A residual CNN block and a transformer MLP: the dense engine's optimizer fuses Conv+bias+

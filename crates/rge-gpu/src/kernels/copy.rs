@@ -17,8 +17,15 @@ pub struct CopyKernel {
     dtype: DType,
     slice: bool,
     axis: i64,
-    /// Slice-1's attributes (starts, ends, axes).
-    attrs: Option<(Vec<i64>, Vec<i64>, Option<Vec<i64>>)>,
+    /// Slice-1's attributes.
+    attrs: Option<SliceAttrs>,
+}
+
+/// Slice-1's starts, ends and axes (attributes; later opsets take inputs).
+struct SliceAttrs {
+    starts: Vec<i64>,
+    ends: Vec<i64>,
+    axes: Option<Vec<i64>>,
 }
 
 /// Builds a Concat (`slice` false) or Slice kernel.
@@ -29,11 +36,11 @@ pub fn create(
 ) -> KernelResult<Box<dyn Kernel>> {
     let dtype = init.input_type(0).unwrap_or(DType::Float);
     let attrs = if slice && init.opset < 10 {
-        Some((
-            init.ints_or_empty("starts")?,
-            init.ints_or_empty("ends")?,
-            init.ints_opt("axes")?.map(<[i64]>::to_vec),
-        ))
+        Some(SliceAttrs {
+            starts: init.ints_or_empty("starts")?,
+            ends: init.ints_or_empty("ends")?,
+            axes: init.ints_opt("axes")?.map(<[i64]>::to_vec),
+        })
     } else {
         None
     };
@@ -100,10 +107,12 @@ impl Kernel for CopyKernel {
             let x = ctx.input(0)?;
             let shape = x.shape().to_vec();
             let (starts, ends, axes, steps) = match &self.attrs {
-                Some((s, e, a)) => (
-                    s.clone(),
-                    e.clone(),
-                    a.clone().unwrap_or_else(|| (0..s.len() as i64).collect()),
+                Some(a) => (
+                    a.starts.clone(),
+                    a.ends.clone(),
+                    a.axes
+                        .clone()
+                        .unwrap_or_else(|| (0..a.starts.len() as i64).collect()),
                     Vec::new(),
                 ),
                 None => {
