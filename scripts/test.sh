@@ -33,8 +33,11 @@ build/venv/bin/python scripts/check_opset_history.py build/rge-ops.json --domain
   --domain ai.onnx.ml --domain ai.onnx.preview.training --domain ai.onnx.preview
 # The onnx wheel's model suites (simple, pytorch-converted, pytorch-operator), with floors.
 bash scripts/gen_onnx_wheel_tests.sh
+# Then again with the gpu engine first in the order (on lavapipe: RGE_GPU=1), same floors.
 while read -r suite floor; do
   cargo run --quiet -p rge "${FEATURES[@]}" -- conformance "build/onnx-wheel-tests/$suite" --min-pass "$floor" < /dev/null | tail -n 12
+  RGE_GPU=1 XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}" cargo run --quiet -p rge "${FEATURES[@]}" -- \
+    conformance "build/onnx-wheel-tests/$suite" --min-pass "$floor" < /dev/null | tail -n 3
 done < conformance/wheel_floors
 # The ai.onnx.ml and com.microsoft suites: all must pass (the floors are their test counts).
 cargo run --quiet -p rge "${FEATURES[@]}" -- conformance build/ml-ms-tests/ml --min-pass "$(cat conformance/ml_floor)" | tail -n 12

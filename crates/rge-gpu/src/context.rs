@@ -223,13 +223,16 @@ impl GpuContext {
 
     /// Submits what was recorded (before a queue write, which the queue orders before the
     /// next submission, and before the host waits).
+    ///
+    /// The submission happens under the recorder's lock: a thread that finds nothing pending
+    /// knows that everything recorded before (by any thread) is on the queue, so its read-back
+    /// or queue write is ordered after it.
     pub fn flush(&self) -> Result<(), GpuError> {
-        let taken = self
+        let mut pending = self
             .pending
             .lock()
-            .map_err(|_| GpuError::Device("command recorder poisoned".into()))?
-            .take();
-        if let Some((e, _)) = taken {
+            .map_err(|_| GpuError::Device("command recorder poisoned".into()))?;
+        if let Some((e, _)) = pending.take() {
             self.queue.submit(Some(e.finish()));
         }
         Ok(())

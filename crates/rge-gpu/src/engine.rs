@@ -233,6 +233,7 @@ fn map_factory(
             beta,
             layout,
             expand: op == "Expand",
+            prelu: op == "PRelu",
         }) as Box<dyn Kernel>)
     }
 }

@@ -268,12 +268,18 @@ fn rge_gpu_0_turns_the_engine_off_and_rge_engines_says_so() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let listed = text.lines().any(|l| l.split_whitespace().next() == Some("gpu"));
+    let listed = text
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some("gpu"));
     let absent = text.lines().find(|l| l.starts_with("gpu: absent ("));
     assert!(listed != absent.is_some(), "{text}");
     if let (Some(why), Ok(ctx)) = (absent, rge_gpu::discover()) {
         // Only RGE_GPU=1 (set for this test run) made the adapter usable: a software one.
-        assert!(why.contains("software adapter"), "{why} ({})", ctx.describe());
+        assert!(
+            why.contains("software adapter"),
+            "{why} ({})",
+            ctx.describe()
+        );
     }
 }
 
@@ -509,4 +515,38 @@ fn small_outputs_over_long_depths_split_it_and_match() {
     let gpu = compile(&m, EngineArgs::default());
     let cpu = compile(&m, without_gpu());
     assert_close(&gpu.outputs, &cpu.outputs, 1e-4);
+}
+
+/// Several threads run models on one device at once: every run reads back its own results
+/// (a read-back that found another thread's recorded commands not yet submitted once read
+/// its buffer before the copy ran).
+#[test]
+fn concurrent_runs_on_one_device_read_back_their_own_results() {
+    let Some(_) = adapter("concurrent runs") else {
+        return;
+    };
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let session = Session::new(SessionOptions::with_engines(set)).unwrap();
+    let models = [mlp(), fused_block()];
+    let expected: Vec<Vec<Vec<f64>>> = models
+        .iter()
+        .map(|m| compile(m, without_gpu()).outputs)
+        .collect();
+    let compiled: Vec<_> = models
+        .iter()
+        .map(|m| session.compile_graph(graph_of(m)).unwrap())
+        .collect();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (m, model, want) = (&models[t % 2], &compiled[t % 2], &expected[t % 2]);
+            s.spawn(move || {
+                let inputs = inputs_of(m);
+                for _ in 0..25 {
+                    let got: Vec<Vec<f64>> =
+                        model.run(&inputs).unwrap().iter().map(to_f64).collect();
+                    assert_close(&got, want, 1e-4);
+                }
+            });
+        }
+    });
 }

@@ -68,6 +68,16 @@ fn erf_(v: f32) -> f32 {{
     return s * r;
 }}
 
+// ONNX Pow: a negative base takes integer exponents only (NaN otherwise); x^0 is 1.
+fn pow_(x: f32, y: f32) -> f32 {{
+    if (y == 0.0) {{ return 1.0; }}
+    if (x > 0.0) {{ return pow(x, y); }}
+    if (x == 0.0) {{ return select(bitcast<f32>(0x7f800000u), 0.0, y > 0.0); }}
+    if (floor(y) != y) {{ return bitcast<f32>(0x7fc00000u); }}
+    let m = pow(-x, y);
+    return select(m, -m, (abs(y) % 2.0) == 1.0);
+}}
+
 fn f(x: f32, y: f32, alpha: f32, beta: f32) -> f32 {{
     return {expr};
 }}
@@ -150,7 +160,7 @@ pub fn binary_expr(op: &str) -> Option<&'static str> {
         "Sub" => "x - y",
         "Mul" => "x * y",
         "Div" => "x / y",
-        "Pow" => "select(pow(abs(x), y) * select(1.0, -1.0, x < 0.0 && (abs(y) % 2.0) == 1.0), pow(x, y), x > 0.0)",
+        "Pow" => "pow_(x, y)",
         "Max" => "max(x, y)",
         "Min" => "min(x, y)",
         "PRelu" => "select(x * y, x, x >= 0.0)",
@@ -178,6 +188,24 @@ pub struct MapKernel {
     pub layout: Layout,
     /// Expand: the output shape comes from input 1 (on the host).
     pub expand: bool,
+    /// PRelu: the slope broadcasts to X (and a 1-D slope matching one dim of X lies along it).
+    pub prelu: bool,
+}
+
+/// The slope's shape against X, as the cpu kernel reads it: unidirectional numpy
+/// broadcasting, else a 1-D slope whose length matches exactly one dim of X.
+fn prelu_slope_shape(x: &[usize], s: &[usize]) -> KernelResult<Vec<usize>> {
+    if strided::broadcast_shapes(x, s).is_some_and(|o| o == x) {
+        return Ok(s.to_vec());
+    }
+    if let [d] = s {
+        if x.iter().filter(|&&v| v == *d).count() == 1 {
+            return Ok(x.iter().map(|&v| if v == *d { v } else { 1 }).collect());
+        }
+    }
+    Err(KernelError::invalid(format!(
+        "slope of shape {s:?} cannot broadcast to X of shape {x:?}"
+    )))
 }
 
 /// The pipeline of a map shader (`arity` 1 or 2) for `op` over `dtype`.
@@ -251,7 +279,7 @@ impl Kernel for MapKernel {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let a = ctx.input(0)?;
         let es = elem_size(self.dtype);
-        let (out_shape, a_strides) = match &self.layout {
+        let (out_shape, a_strides, b_shape) = match &self.layout {
             Layout::Permute(perm) => {
                 let r = a.rank();
                 let perm: Vec<usize> = match perm {
@@ -268,10 +296,15 @@ impl Kernel for MapKernel {
                 }
                 let own = strided::contiguous(a.shape());
                 let shape: Vec<usize> = perm.iter().map(|&d| a.shape()[d]).collect();
-                (shape, perm.iter().map(|&d| own[d]).collect::<Vec<_>>())
+                (
+                    shape,
+                    perm.iter().map(|&d| own[d]).collect::<Vec<_>>(),
+                    None,
+                )
             }
             Layout::Broadcast => {
                 let mut shape = a.shape().to_vec();
+                let mut b_shape = None;
                 if self.expand {
                     let want: Vec<usize> = ctx
                         .input(1)?
@@ -282,6 +315,9 @@ impl Kernel for MapKernel {
                     shape = strided::broadcast_shapes(&shape, &want).ok_or_else(|| {
                         KernelError::invalid(format!("cannot expand {shape:?} to {want:?}"))
                     })?;
+                } else if self.arity == 2 && self.prelu {
+                    // PRelu broadcasts the slope to X only (its output has X's shape).
+                    b_shape = Some(prelu_slope_shape(&shape, ctx.input(1)?.shape())?);
                 } else if self.arity == 2 {
                     let b = ctx.input(1)?;
                     shape = strided::broadcast_shapes(&shape, b.shape()).ok_or_else(|| {
@@ -293,7 +329,7 @@ impl Kernel for MapKernel {
                     })?;
                 }
                 let s = strided::broadcast(a.shape(), &shape);
-                (shape, s)
+                (shape, s, b_shape)
             }
         };
         let out = ctx.output_bytes(0, self.dtype, &out_shape)?;
@@ -309,7 +345,8 @@ impl Kernel for MapKernel {
         if self.arity == 2 {
             let b = ctx.input(1)?;
             bb = bind(&self.mem, b.bytes()?, es).map_err(gpu_err)?;
-            strides.push(strided::broadcast(b.shape(), &out_shape));
+            let b_dims = b_shape.unwrap_or_else(|| b.shape().to_vec());
+            strides.push(strided::broadcast(&b_dims, &out_shape));
             base.push(i64::from(bb.elem_offset));
             bound.push(&bb);
         }

@@ -42,6 +42,10 @@ pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
                 })
             })
             .collect();
+        #[cfg(feature = "gpu")]
+        if set.manager().get(rge_gpu::GPU).is_none() {
+            v["gpu_absent"] = crate::gpu::absent_line().into();
+        }
         pretty(v)
     } else {
         let mut text = report::engines_text(&rows);

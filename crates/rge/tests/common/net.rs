@@ -327,7 +327,7 @@ impl Compiled {
     }
 }
 
-fn to_f64(v: &Value) -> Vec<f64> {
+pub fn to_f64(v: &Value) -> Vec<f64> {
     let t = v.as_tensor().unwrap();
     if let Ok(s) = t.as_slice::<f32>() {
         return s.iter().map(|&x| x as f64).collect();
