@@ -302,7 +302,23 @@ enum Command {
     },
 }
 
+/// Mesa's Vulkan device-select layer (an implicit layer that `mesa-vulkan-drivers` installs)
+/// opens a Wayland connection while the gpu engine looks for adapters, and without a session
+/// (`XDG_RUNTIME_DIR` unset: CI, containers, cron) libwayland prints an error line on every
+/// command. rge picks its adapter through wgpu, so the layer is turned off there, before any
+/// thread exists.
+#[cfg(feature = "gpu")]
+fn quiet_vulkan_layers() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none()
+        && std::env::var_os("NODEVICE_SELECT").is_none()
+    {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(feature = "gpu")]
+    quiet_vulkan_layers();
     let args = Args::parse();
     let result = match args.command {
         Command::Inspect {

@@ -12,6 +12,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use crate::dispatch::{bind, groups_2d, launch};
 use crate::error::GpuError;
+use crate::kernels::rows::workgroup_reduce;
 use crate::memory::DeviceMemory;
 
 /// Threads per query row.
@@ -29,22 +30,7 @@ fn shader() -> String {
 @group(0) @binding(5) var<storage, read> p: array<u32>;
 
 var<workgroup> sc: array<f32, {MAX_KEYS}>;
-var<workgroup> red: array<f32, {THREADS}>;
-
-fn reduce(x: f32, t: u32, is_max: bool) -> f32 {{
-    red[t] = x;
-    workgroupBarrier();
-    for (var s = {THREADS}u / 2u; s > 0u; s = s / 2u) {{
-        if (t < s) {{
-            if (is_max) {{ red[t] = max(red[t], red[t + s]); }} else {{ red[t] = red[t] + red[t + s]; }}
-        }}
-        workgroupBarrier();
-    }}
-    let out = red[0];
-    workgroupBarrier();
-    return out;
-}}
-
+{reduce}
 // p: 0 rows (B·Hq·S), 1 workgroups per grid row, 2 Hq, 3 S, 4 T (keys), 5 D, 6 Dv,
 // 7 heads per kv head, 8 scale, 9..13 offsets (q, k, v, mask, y), 14 mask kind (0 none,
 // 1 f32, 2 bool), 15..19 mask strides (batch, head, row, key), 19 Hkv
@@ -100,7 +86,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: v
         y[p[13] + r * dv + e] = acc * inv;
     }}
 }}
-"
+",
+        reduce = workgroup_reduce(THREADS),
     )
 }
 

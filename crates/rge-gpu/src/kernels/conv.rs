@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::dispatch::{bind, groups_1d, launch, launch_all, Bound, Dispatch, GROUP};
+use crate::dispatch::{bind, groups_1d, launch, GROUP};
 use crate::error::GpuError;
 use crate::kernels::epilogue::Activation;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
-use crate::kernels::tile::{self, DEPTH, TILE_THREADS};
+use crate::kernels::tile::{self, Tiled, DEPTH, TILE_THREADS};
 use crate::kernels::window::Window;
 use crate::memory::{DeviceMemory, Scratch};
 
@@ -431,32 +431,19 @@ impl Kernel for ConvKernel {
         p[28] = splits as u32;
         let pipeline = &self.pipelines[usize::from(r == tile::LARGE)];
         let grid = (gx as u32, gy as u32, (self.group * splits) as u32);
-        if splits == 1 {
-            launch(gpu, pipeline, &[&bx, &bw, b_ref, z_ref, &by, &bw], &p, grid)?;
-            return Ok(());
-        }
-        let outputs = m * cols;
-        let bytes = (splits * outputs * 4) as u64;
-        let buffer = self.scratch.get(gpu, bytes)?;
-        let sp = Bound::own(&buffer, 0, bytes);
-        let (rx, ry, row) = groups_1d(gpu, outputs as u64)?;
-        p[29] = row;
-        launch_all(
+        tile::launch_tiled(
             gpu,
-            &[
-                Dispatch {
-                    pipeline,
-                    tensors: vec![&bx, &bw, b_ref, z_ref, &by, &sp],
-                    params: p.clone(),
-                    groups: grid,
-                },
-                Dispatch {
-                    pipeline: &self.reduce,
-                    tensors: vec![b_ref, z_ref, &by, &sp],
-                    params: p,
-                    groups: (rx, ry, 1),
-                },
-            ],
+            Tiled {
+                product: pipeline,
+                reduce: &self.reduce,
+                scratch: &self.scratch,
+                tensors: [&bx, &bw, b_ref, z_ref, &by],
+                params: p,
+                row_word: 29,
+                grid,
+                splits,
+                outputs: m * cols,
+            },
         )?;
         Ok(())
     }

@@ -60,13 +60,7 @@ fn shader(arity: usize, ty: &str, expr: &str) -> String {
 {b_decl}@group(0) @binding({out}) var<storage, read_write> o: array<{ty}>;
 @group(0) @binding({par}) var<storage, read> p: array<u32>;
 
-fn erf_(v: f32) -> f32 {{
-    let s = sign(v);
-    let z = abs(v);
-    let t = 1.0 / (1.0 + 0.3275911 * z);
-    let r = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-z * z);
-    return s * r;
-}}
+{erf}
 
 // ONNX Pow: a negative base takes integer exponents only (NaN otherwise); x^0 is 1.
 fn pow_(x: f32, y: f32) -> f32 {{
@@ -106,6 +100,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
 }}
 ",
         en = enable(ty),
+        erf = crate::kernels::epilogue::ERF_WGSL,
     )
 }
 

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::dispatch::{bind, groups_1d, launch, launch_all, Bound, Dispatch, GROUP};
+use crate::dispatch::{bind, Bound, GROUP};
 use crate::error::GpuError;
 use crate::kernels::epilogue::Activation;
 use crate::kernels::map::{elem_size, enable, wgsl_type};
 use crate::kernels::strided;
-use crate::kernels::tile::{self, DEPTH, TILE_THREADS};
+use crate::kernels::tile::{self, Tiled, DEPTH, TILE_THREADS};
 use crate::memory::{DeviceMemory, Scratch};
 
 /// Parameter words before the batch table.
@@ -496,38 +496,19 @@ impl Kernel for MatMulKernel {
         );
         let pipeline = &self.pipelines[usize::from(r == tile::LARGE)];
         let z_bound = bz.as_ref().unwrap_or(&ba);
-        if splits == 1 {
-            launch(
-                gpu,
-                pipeline,
-                &[&ba, &bb, c_bound, z_bound, &bo, &ba],
-                &p,
-                grid,
-            )?;
-            return Ok(());
-        }
-        let outputs = g.batches.len() * g.m * g.n;
-        let bytes = (splits * outputs * 4) as u64;
-        let buffer = self.scratch.get(gpu, bytes)?;
-        let sp = Bound::own(&buffer, 0, bytes);
-        let (rx, ry, row) = groups_1d(gpu, outputs as u64)?;
-        p[24] = row;
-        launch_all(
+        tile::launch_tiled(
             gpu,
-            &[
-                Dispatch {
-                    pipeline,
-                    tensors: vec![&ba, &bb, c_bound, z_bound, &bo, &sp],
-                    params: p.clone(),
-                    groups: grid,
-                },
-                Dispatch {
-                    pipeline: &self.reduce,
-                    tensors: vec![c_bound, z_bound, &bo, &sp],
-                    params: p,
-                    groups: (rx, ry, 1),
-                },
-            ],
+            Tiled {
+                product: pipeline,
+                reduce: &self.reduce,
+                scratch: &self.scratch,
+                tensors: [&ba, &bb, c_bound, z_bound, &bo],
+                params: p,
+                row_word: 24,
+                grid,
+                splits,
+                outputs: g.batches.len() * g.m * g.n,
+            },
         )?;
         Ok(())
     }

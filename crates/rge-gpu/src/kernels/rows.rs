@@ -31,22 +31,7 @@ fn shader(ty: &str) -> String {
 @group(0) @binding(3) var<storage, read_write> y: array<{ty}>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
-var<workgroup> red: array<f32, {ROW_THREADS}>;
-
-fn reduce(v: f32, t: u32, is_max: bool) -> f32 {{
-    red[t] = v;
-    workgroupBarrier();
-    for (var s = {ROW_THREADS}u / 2u; s > 0u; s = s / 2u) {{
-        if (t < s) {{
-            if (is_max) {{ red[t] = max(red[t], red[t + s]); }} else {{ red[t] = red[t] + red[t + s]; }}
-        }}
-        workgroupBarrier();
-    }}
-    let out = red[0];
-    workgroupBarrier();
-    return out;
-}}
-
+{reduce}
 // p: 0 outer, 1 mode (0 Softmax, 1 LogSoftmax, 2 LayerNorm), 2 workgroups per row of the
 // grid, 3 len, 4 inner, 5 x_off, 6 y_off, 7 epsilon, 8 scale off, 9 bias off, 10 has bias
 @compute @workgroup_size({ROW_THREADS})
@@ -93,7 +78,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: v
     }}
 }}
 ",
-        en = enable(ty)
+        en = enable(ty),
+        reduce = workgroup_reduce(ROW_THREADS),
+    )
+}
+
+/// WGSL: `reduce(x, t, is_max)`, the sum or max of `x` over the `threads` threads of a
+/// workgroup (thread `t`), through workgroup memory; every thread gets the result.
+pub fn workgroup_reduce(threads: u32) -> String {
+    format!(
+        "var<workgroup> red: array<f32, {threads}>;
+
+fn reduce(v: f32, t: u32, is_max: bool) -> f32 {{
+    red[t] = v;
+    workgroupBarrier();
+    for (var s = {threads}u / 2u; s > 0u; s = s / 2u) {{
+        if (t < s) {{
+            if (is_max) {{ red[t] = max(red[t], red[t + s]); }} else {{ red[t] = red[t] + red[t + s]; }}
+        }}
+        workgroupBarrier();
+    }}
+    let out = red[0];
+    workgroupBarrier();
+    return out;
+}}
+"
     )
 }
 

@@ -16,42 +16,17 @@ pub fn contiguous(shape: &[usize]) -> Vec<i64> {
 
 /// The strides that read `shape` (right-aligned, numpy rules) as if it had `out`'s shape.
 pub fn broadcast(shape: &[usize], out: &[usize]) -> Vec<i64> {
-    let own = contiguous(shape);
-    let lead = out.len() - shape.len();
-    (0..out.len())
-        .map(|d| {
-            if d < lead || shape[d - lead] == 1 {
-                0
-            } else {
-                own[d - lead]
-            }
-        })
+    rge_kernels::shape_util::broadcast_strides(shape, out)
+        .into_iter()
+        .map(|s| s as i64)
         .collect()
 }
 
 /// The broadcast shape of two shapes, or `None` when they do not broadcast.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let r = a.len().max(b.len());
-    (0..r)
-        .map(|d| {
-            let x = if d + a.len() >= r {
-                a[d + a.len() - r]
-            } else {
-                1
-            };
-            let y = if d + b.len() >= r {
-                b[d + b.len() - r]
-            } else {
-                1
-            };
-            match (x, y) {
-                (x, y) if x == y => Some(x),
-                (1, y) => Some(y),
-                (x, 1) => Some(x),
-                _ => None,
-            }
-        })
-        .collect()
+    rge_kernels::shape_util::broadcast_shapes(&[a, b])
+        .ok()
+        .map(|s| s.to_vec())
 }
 
 /// Merges adjacent dims that every stride list walks contiguously (and drops size-1 dims),

@@ -3,6 +3,13 @@
 //! reads do not collide), held in r vectors of r lanes. The code is written out per r: GPU
 //! compilers put dynamically indexed arrays in slow local memory, vectors stay in registers.
 
+use std::sync::Arc;
+
+use crate::context::GpuContext;
+use crate::dispatch::{groups_1d, launch, launch_all, Bound, Dispatch};
+use crate::error::GpuError;
+use crate::memory::Scratch;
+
 /// Threads per side of the workgroup.
 pub const TILE_THREADS: u32 = 16;
 /// Depth of one step staged in workgroup memory.
@@ -42,6 +49,56 @@ pub fn split_k(groups: usize, k: usize) -> (usize, usize) {
     }
     let chunk = k.div_ceil(splits).div_ceil(DEPTH as usize) * DEPTH as usize;
     (k.div_ceil(chunk), chunk)
+}
+
+/// One tiled product (MatMul's or Conv's shader) and, when its depth is split, the reduction
+/// that sums the slices and applies the epilogue.
+pub struct Tiled<'a> {
+    pub product: &'a Arc<wgpu::ComputePipeline>,
+    pub reduce: &'a Arc<wgpu::ComputePipeline>,
+    pub scratch: &'a Scratch,
+    /// The product's tensors: the two operands, then bias (or C), residual and output (what
+    /// the reduction reads and writes); the partial sums bind after them.
+    pub tensors: [&'a Bound; 5],
+    pub params: Vec<u32>,
+    /// The parameter word that takes the reduction's threads per grid row.
+    pub row_word: usize,
+    pub grid: (u32, u32, u32),
+    pub splits: usize,
+    /// Output elements (the partial sums hold `splits` × as many).
+    pub outputs: usize,
+}
+
+/// Launches `t`: one dispatch, or the split product and its reduction recorded together.
+pub fn launch_tiled(gpu: &GpuContext, t: Tiled<'_>) -> Result<(), GpuError> {
+    let [a, b, c, z, o] = t.tensors;
+    if t.splits == 1 {
+        // The partial sums are not written: any binding stands in for them.
+        return launch(gpu, t.product, &[a, b, c, z, o, a], &t.params, t.grid);
+    }
+    let bytes = (t.splits * t.outputs * 4) as u64;
+    let buffer = t.scratch.get(gpu, bytes)?;
+    let partial = Bound::own(&buffer, 0, bytes);
+    let (rx, ry, row) = groups_1d(gpu, t.outputs as u64)?;
+    let mut params = t.params;
+    params[t.row_word] = row;
+    launch_all(
+        gpu,
+        &[
+            Dispatch {
+                pipeline: t.product,
+                tensors: vec![a, b, c, z, o, &partial],
+                params: params.clone(),
+                groups: t.grid,
+            },
+            Dispatch {
+                pipeline: t.reduce,
+                tensors: vec![c, z, o, &partial],
+                params,
+                groups: (rx, ry, 1),
+            },
+        ],
+    )
 }
 
 /// The WGSL vector of r lanes.
