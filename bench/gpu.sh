@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Each model's latency with and without the gpu engine, and the time its runs spend in
-# transfers (MemcpyAsync in the per-op profile), from `rge bench` in the same run.
+# transfers: their own (MemcpyAsync in the per-op profile of a run with RGE_GPU_SYNC=1, where
+# every command waits) and with the host's waits for the device at each read-back (the same in
+# the normal run), from `rge bench` in the same run.
 #
 #   bash bench/gpu.sh [--runs N] [--threads N] [MODEL.onnx …]
 #
@@ -18,7 +20,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) MODELS+=("$1"); shift ;;
   esac
 done
@@ -40,18 +42,23 @@ bench() { # model, extra args… → the json of rge bench
   "$RGE" bench "$model" --random-inputs --runs "$RUNS" --warmup 2 --threads "$THREADS" --json "$@" 2>/dev/null
 }
 
-printf '%-28s %12s %12s %8s %14s\n' model "gpu ms" "no-gpu ms" ratio "transfers ms"
+printf '%-22s %10s %10s %7s %13s %13s\n' model "gpu ms" "no-gpu ms" ratio "transfers ms" "+waits ms"
 for m in "${MODELS[@]}"; do
   name=$(basename "$(dirname "$m")")
   with=$(bench "$m" || echo '{}')
   without=$(bench "$m" --exclude-engines gpu || echo '{}')
-  python3 - "$name" "$with" "$without" <<'PY'
+  # RGE_GPU_SYNC=1: every gpu command waits, so the transfers' own time shows apart from the
+  # device work the host waits for at each read-back.
+  synced=$(RGE_GPU_SYNC=1 bench "$m" || echo '{}')
+  python3 - "$name" "$with" "$without" "$synced" <<'PY'
 import json, sys
-name, a, b = sys.argv[1], json.loads(sys.argv[2] or "{}"), json.loads(sys.argv[3] or "{}")
+name = sys.argv[1]
+a, b, s = (json.loads(v or "{}") for v in sys.argv[2:5])
 ga, gb = a.get("median_ms"), b.get("median_ms")
-tr = a.get("op_ms", {}).get("MemcpyAsync", 0.0)
-fmt = lambda v: f"{v:12.2f}" if isinstance(v, (int, float)) else f"{'failed':>12}"
-ratio = f"{ga / gb:8.2f}" if ga and gb else f"{'-':>8}"
-print(f"{name:<28} {fmt(ga)} {fmt(gb)} {ratio} {tr:14.2f}")
+waits = a.get("op_ms", {}).get("MemcpyAsync", 0.0)
+own = s.get("op_ms", {}).get("MemcpyAsync", 0.0)
+fmt = lambda v, w: f"{v:{w}.2f}" if isinstance(v, (int, float)) else f"{'failed':>{w}}"
+ratio = f"{ga / gb:7.2f}" if ga and gb else f"{'-':>7}"
+print(f"{name:<22} {fmt(ga, 10)} {fmt(gb, 10)} {ratio} {own:13.2f} {waits:13.2f}")
 PY
 done
