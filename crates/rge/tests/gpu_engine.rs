@@ -550,3 +550,36 @@ fn concurrent_runs_on_one_device_read_back_their_own_results() {
         }
     });
 }
+
+/// An arena larger than the adapter's largest buffer is a clear out-of-memory error at the
+/// first kernel that touches it, not a panic or a device fault.
+#[test]
+fn an_arena_over_the_largest_buffer_is_a_clear_error() {
+    use rge_runtime::memory::SpaceAllocator;
+    let Some(_) = adapter("oversized arena") else {
+        return;
+    };
+    let ctx = rge_gpu::discover().unwrap();
+    let max = ctx.limits.max_buffer_size;
+    if max > 8 << 30 {
+        eprintln!("oversized arena: skipped, the adapter's largest buffer is {max} bytes");
+        return;
+    }
+    let gpu = rge_gpu::gpu_engine(ctx);
+    // Address space only: the host range stands for the device buffer and is never written.
+    let arena = gpu.allocator.alloc_arena(max as usize + 64);
+    let bytes = bytemuck::cast_slice::<u128, u8>(&arena[..4]);
+    let e = gpu
+        .memory
+        .locate(bytes)
+        .err()
+        .expect("an arena over the largest buffer was located")
+        .to_string();
+    assert!(
+        e.contains("out of memory") && e.contains("largest buffer"),
+        "{e}"
+    );
+    gpu.allocator.free_arena(arena);
+    // The device still works.
+    gpu.memory.context().check_faults().unwrap();
+}
