@@ -7,6 +7,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use crate::dispatch::{bind, groups_1d, launch, GROUP};
 use crate::error::GpuError;
+use crate::kernels::map::enable_for;
 use crate::memory::DeviceMemory;
 
 /// The WGSL type of a dtype the cast shader takes.
@@ -20,11 +21,7 @@ pub fn cast_type(dtype: DType) -> Option<&'static str> {
 }
 
 fn shader(from: &str, to: &str) -> String {
-    let en = if from == "f16" || to == "f16" {
-        "enable f16;\n"
-    } else {
-        ""
-    };
+    let en = enable_for(&[from, to]);
     format!(
         "{en}@group(0) @binding(0) var<storage, read_write> x: array<{from}>;
 @group(0) @binding(1) var<storage, read_write> y: array<{to}>;

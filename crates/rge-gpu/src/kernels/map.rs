@@ -32,7 +32,12 @@ pub fn elem_size(dtype: DType) -> u64 {
 
 /// The `enable` line a shader over `ty` needs.
 pub fn enable(ty: &str) -> &'static str {
-    if ty == "f16" {
+    enable_for(&[ty])
+}
+
+/// The `enable` line a shader over all of `types` needs (a cast or resize between two).
+pub fn enable_for(types: &[&str]) -> &'static str {
+    if types.contains(&"f16") {
         "enable f16;\n"
     } else {
         ""

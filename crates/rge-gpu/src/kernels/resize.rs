@@ -12,18 +12,14 @@ use rge_kernels_misc::{AxisPass, ResizeSpec};
 
 use crate::dispatch::{bind, groups_1d, launch_all, Bound, Dispatch, GROUP};
 use crate::error::GpuError;
-use crate::kernels::map::{elem_size, wgsl_type};
+use crate::kernels::map::{elem_size, enable_for, wgsl_type};
 use crate::memory::{DeviceMemory, Scratch};
 
 /// Parameter words before the tap table.
 const P_HEAD: usize = 12;
 
 fn shader(from: &str, to: &str) -> String {
-    let en = if from == "f16" || to == "f16" {
-        "enable f16;\n"
-    } else {
-        ""
-    };
+    let en = enable_for(&[from, to]);
     format!(
         "{en}@group(0) @binding(0) var<storage, read_write> x: array<{from}>;
 @group(0) @binding(1) var<storage, read_write> y: array<{to}>;
