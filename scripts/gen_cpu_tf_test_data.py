@@ -139,6 +139,14 @@ case("conv_grouped_nhwc_explicit", [("x", x)], [("w", wg)],
      [node("conv", "Conv2D", ["x", "w"],
            conv_attrs([1, 1, 1, 1], "EXPLICIT", explicit=[0, 0, 1, 1, 1, 1, 0, 0]))],
      ["conv:0"], [conv_nhwc(x, wg, (1, 1), (1, 1), [(1, 1), (1, 1)])])
+# GE's Conv2D: `pads` [top, bottom, left, right] and no `padding`, NHWC and NCHW.
+case("conv_ge_pads_nhwc", [("x", x)], [("w", w)],
+     [node("conv", "Conv2D", ["x", "w"], {"strides": ["ints", [1, 2, 1, 1]], "pads": ["ints", [2, 0, 1, 3]]})],
+     ["conv:0"], [conv_nhwc(x, w, (2, 1), (1, 1), [(2, 0), (1, 3)])])
+case("conv_ge_pads_nchw_dilated", [("x", nchw(x))], [("w", w)],
+     [node("conv", "Conv2D", ["x", "w"], {"strides": ["ints", [1, 1, 1, 1]], "pads": ["ints", [1, 1, 0, 2]],
+                                           "dilations": ["ints", [1, 1, 2, 1]], "data_format": ["s", "NCHW"]})],
+     ["conv:0"], [nchw(conv_nhwc(x, w, (1, 1), (2, 1), [(1, 1), (0, 2)]))])
 wd = vals([3, 3, 3, 2], 4, 0.5)
 case("depthwise_nhwc_same", [("x", x)], [("w", wd)],
      [node("dw", "DepthwiseConv2dNative", ["x", "w"], conv_attrs([1, 2, 1, 1], "SAME"))], ["dw:0"],
@@ -167,6 +175,43 @@ case("fused_batch_norm_v3_inference", [("x", x)], [("s", scale), ("o", offset), 
      [node("bn", "FusedBatchNormV3", ["x", "s", "o", "m", "v"],
            {"epsilon": ["f", 1e-3], "is_training": ["b", False], "data_format": ["s", "NHWC"]}, outputs=6)],
      ["bn:0"], [bn_out])
+# FusedBatchNorm (V1, five outputs), inference, NCHW.
+bn1_out = ((nchw(x) - mean.reshape(1, 3, 1, 1)) / np.sqrt(var.reshape(1, 3, 1, 1) + 1e-4)
+           * scale.reshape(1, 3, 1, 1) + offset.reshape(1, 3, 1, 1)).astype(np.float32)
+case("fused_batch_norm_v1_inference_nchw", [("x", nchw(x))], [("s", scale), ("o", offset), ("m", mean), ("v", var)],
+     [node("bn", "FusedBatchNorm", ["x", "s", "o", "m", "v"],
+           {"is_training": ["b", False], "data_format": ["s", "NCHW"]}, outputs=5)],
+     ["bn:0", "bn:1", "bn:2"], [bn1_out, mean, var])
+
+
+def bn_train(x, scale, offset, mean, var, eps, factor, axes):
+    """TF's CPU FusedBatchNorm with is_training: batch statistics over `axes`; y with the
+    biased variance; running mean/variance blended by exponential_avg_factor, the variance
+    Bessel-corrected; reserve_space_1/2 the batch mean and biased variance."""
+    x64 = x.astype(np.float64)
+    count = x.size // scale.size
+    bm = x64.mean(axes)
+    bv = x64.var(axes)
+    shape = [1] * x.ndim
+    ch = [a for a in range(x.ndim) if a not in axes][0]
+    shape[ch] = scale.size
+    r = lambda v: v.reshape(shape)
+    y = (x64 - r(bm)) / np.sqrt(r(bv) + eps) * r(scale) + r(offset)
+    run_mean = (1 - factor) * mean + factor * bm
+    run_var = (1 - factor) * var + factor * bv * count / (count - 1)
+    f = lambda v: np.asarray(v, np.float32)
+    return [f(y), f(run_mean), f(run_var), f(bm), f(bv)]
+
+
+case("fused_batch_norm_v3_training_nhwc", [("x", x)], [("s", scale), ("o", offset), ("m", mean), ("v", var)],
+     [node("bn", "FusedBatchNormV3", ["x", "s", "o", "m", "v"],
+           {"epsilon": ["f", 1e-3], "is_training": ["b", True], "exponential_avg_factor": ["f", 0.25],
+            "data_format": ["s", "NHWC"]}, outputs=6)],
+     ["bn:0", "bn:1", "bn:2", "bn:3", "bn:4"], bn_train(x, scale, offset, mean, var, 1e-3, 0.25, (0, 1, 2)))
+# TF's default is_training (true) and factor (1: the batch statistics alone), NCHW, V1.
+case("fused_batch_norm_v1_training_default_nchw", [("x", nchw(x))], [("s", scale), ("o", offset), ("m", mean), ("v", var)],
+     [node("bn", "FusedBatchNorm", ["x", "s", "o", "m", "v"], {"data_format": ["s", "NCHW"]}, outputs=5)],
+     ["bn:0", "bn:1", "bn:2", "bn:3", "bn:4"], bn_train(nchw(x), scale, offset, mean, var, 1e-4, 1.0, (0, 2, 3)))
 xa = vals([3, 4], 10, 8.0)
 case("activations", [("x", xa)], [],
      [node("r6", "Relu6", ["x"]), node("elu", "Elu", ["x"]), node("selu", "Selu", ["x"]),
@@ -188,6 +233,24 @@ case("matmuls", [("a", a), ("b", b)], [("ba", bm_a), ("bb", bm_b)],
       node("bmm", "BatchMatMulV2", ["ba", "bb"], {"adj_x": ["b", True], "adj_y": ["b", True]})],
      ["mm:0", "mm2:0", "bmm:0"],
      [a.T @ b.T, b @ a, np.matmul(np.swapaxes(bm_a, -1, -2), np.swapaxes(bm_b, -1, -2)).astype(np.float32)])
+
+# GE's spellings: MatMulV2's transpose_x1/transpose_x2, BatchMatMul's adj_x1/adj_x2 (each
+# alone, so a default of the other spelling must not hide it); BatchMatMul (V1, equal batch
+# dims) with TF's adj_x/adj_y.
+b1_a, b1_b = vals([2, 3, 4, 3], 40), vals([2, 3, 5, 4], 41)
+case("matmuls_ge_spellings", [("a", a), ("b", b)], [("ba", b1_a), ("bb", b1_b), ("bc", vals([2, 3, 4, 5], 42))],
+     [node("mm2t", "MatMulV2", ["a", "b"], {"transpose_x1": ["b", True], "transpose_x2": ["b", True]}),
+      node("mm2a", "MatMulV2", ["b", "b"], {"transpose_x2": ["b", True]}),
+      node("bmm1", "BatchMatMul", ["ba", "bb"], {"adj_x": ["b", True], "adj_y": ["b", True]}),
+      node("bmm_x1", "BatchMatMul", ["ba", "bc"], {"adj_x1": ["b", True]}),
+      node("bmm_x2", "BatchMatMulV2", ["bc", "bc"], {"adj_x2": ["b", True]}),
+      node("bmm_ge", "BatchMatMulV2", ["bb", "bc"], {"adj_x1": ["b", True], "adj_x2": ["b", True]})],
+     ["mm2t:0", "mm2a:0", "bmm1:0", "bmm_x1:0", "bmm_x2:0", "bmm_ge:0"],
+     [a.T @ b.T, b @ b.T,
+      np.matmul(np.swapaxes(b1_a, -1, -2), np.swapaxes(b1_b, -1, -2)).astype(np.float32),
+      np.matmul(np.swapaxes(b1_a, -1, -2), vals([2, 3, 4, 5], 42)).astype(np.float32),
+      np.matmul(vals([2, 3, 4, 5], 42), np.swapaxes(vals([2, 3, 4, 5], 42), -1, -2)).astype(np.float32),
+      np.matmul(np.swapaxes(b1_b, -1, -2), np.swapaxes(vals([2, 3, 4, 5], 42), -1, -2)).astype(np.float32)])
 
 # ---- StridedSlice: numpy basic indexing from the masks ----
 
@@ -292,6 +355,17 @@ case("array_ops", [("x", xa3), ("y", ya3)],
      [np.concatenate([xa3, ya3], 1), np.stack([xa3, xa3], -1), xa3[:, 0], xa3[:, 2], np.take(xa3, idx, 1),
       np.transpose(xa3, (2, 0, 1)), np.tile(ya3, (1, 2, 1)), ya3[..., None], ya3[:, 0],
       (xa3 * 1).astype(np.int32)])
+
+# GE's spellings of the array ops' attributes: Cast's dst_type (a ge::DataType int: 3 int32,
+# 9 int64), DstT as such an int, Squeeze's axis (and none: every dim of 1).
+xq = vals([1, 2, 1, 4], 43, 4.0)
+case("array_ops_ge_spellings", [("x", xq)], [],
+     [node("cast_dst_type", "Cast", ["x"], {"dst_type": ["dt_int", 3]}),
+      node("cast_dstt_int", "Cast", ["x"], {"DstT": ["dt_int", 9]}),
+      node("sq_axis", "Squeeze", ["x"], {"axis": ["ints", [-2]]}),
+      node("sq_all", "Squeeze", ["x"])],
+     ["cast_dst_type:0", "cast_dstt_int:0", "sq_axis:0", "sq_all:0"],
+     [np.trunc(xq).astype(np.int32), np.trunc(xq).astype(np.int64), xq[:, :, 0], xq[0, :, 0]])
 
 # Shape arithmetic as TF graphs carry it: Shape → StridedSlice → Pack → Reshape.
 case("shape_chain", [("x", xa3)],

@@ -128,6 +128,13 @@ fn create_resize(init: &KernelInit<'_>, method: Method) -> KernelResult<Box<dyn 
             "cannot be set together with align_corners",
         ));
     }
+    if half && method == Method::Area {
+        // TF's (and GE's) ResizeArea has no such attribute: refused, never ignored.
+        return Err(KernelError::attr(
+            "half_pixel_centers",
+            "ResizeArea has no half-pixel rule (align_corners only)",
+        ));
+    }
     Ok(Box::new(Resize {
         method,
         align,

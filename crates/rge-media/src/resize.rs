@@ -1,5 +1,6 @@
 //! Image resizes with TensorFlow's (and GE's) semantics on [N, H, W, C] f32 planes:
-//! bilinear and nearest (`align_corners`, `half_pixel_centers`) and area (box average).
+//! bilinear and nearest (`align_corners`, `half_pixel_centers`) and area (box average,
+//! `align_corners`).
 
 /// An image batch: `n` images of `h × w × c`, f32, interleaved.
 #[derive(Debug, Clone, Copy)]
@@ -60,19 +61,22 @@ fn nearest(input: usize, output: usize, align: bool, half: bool) -> Vec<usize> {
         .collect()
 }
 
-/// For area: the (index, weight) spans of each output coordinate (weights sum to 1).
-fn spans(input: usize, output: usize) -> Vec<Vec<(usize, f64)>> {
-    let s = input as f64 / output as f64;
+/// For area (TF's `ResizeArea`): the (index, weight) spans of each output coordinate, weights
+/// summing to 1. Output cell `o` covers `[o·s, (o+1)·s)` of the input (`s` the scale,
+/// `(in−1)/(out−1)` with `align_corners`); each input cell it touches weighs the length it
+/// covers, and cells past the edge (with `align_corners`) are the edge's, as TF bounds them.
+fn spans(input: usize, output: usize, align: bool) -> Vec<Vec<(usize, f64)>> {
+    let s = scale(input, output, align);
     (0..output)
         .map(|o| {
             let (a, b) = (o as f64 * s, (o as f64 + 1.0) * s);
             let mut v = Vec::new();
             let mut i = a.floor() as usize;
-            while (i as f64) < b && i < input {
+            while (i as f64) < b {
                 let lo = a.max(i as f64);
                 let hi = b.min(i as f64 + 1.0);
                 if hi > lo {
-                    v.push((i, (hi - lo) / s));
+                    v.push((i.min(input - 1), (hi - lo) / s));
                 }
                 i += 1;
             }
@@ -131,7 +135,7 @@ pub fn resize(
             }
         }
         Method::Area => {
-            let (ys, xs) = (spans(h, oh), spans(w, ow));
+            let (ys, xs) = (spans(h, oh, align), spans(w, ow, align));
             for b in 0..n {
                 for ysp in &ys {
                     for xsp in &xs {

@@ -290,3 +290,121 @@ fn decode_limits_and_garbage() {
         Err(DecodeError::Corrupt { .. })
     ));
 }
+
+include!("common/headers.rs");
+
+/// A header declaring 100,000² pixels (65,535² for JPEG, whose fields are 16-bit) is refused
+/// from its header in every format, before a decoder (or hayro's parser) sizes anything by it;
+/// the same headers at a small size get past the check (and fail for the missing pixels).
+#[test]
+fn huge_headers_of_every_format_are_refused_before_decoding() {
+    use rge_media::decode::{declared_size, decode, Channels, DecodeError};
+    for (format, bytes, (w, h)) in huge_headers() {
+        assert_eq!(declared_size(&bytes), Some((w, h)), "{format}");
+        for want in [Channels::Rgb, Channels::Gray] {
+            assert_eq!(
+                decode(&bytes, want),
+                Err(DecodeError::TooLarge {
+                    width: w,
+                    height: h
+                }),
+                "{format}"
+            );
+        }
+    }
+    let small = [
+        ("PNG", huge_png(8, 6)),
+        ("JPEG", huge_jpeg(8, 6)),
+        ("BMP", huge_bmp(8, 6)),
+        ("WebP", huge_webp(8, 6)),
+        ("JPEG 2000", huge_j2k(8, 6)),
+        ("JP2", huge_jp2(8, 6)),
+    ];
+    for (format, bytes) in small {
+        assert_eq!(declared_size(&bytes), Some((8, 6)), "{format}");
+        assert!(
+            !matches!(
+                decode(&bytes, Channels::Rgb),
+                Err(DecodeError::TooLarge { .. })
+            ),
+            "{format}"
+        );
+    }
+    let file = |n: &str| std::fs::read(format!("{}/tests/data/{n}", env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(declared_size(&file("photo.jpg").unwrap()), Some((48, 40)));
+    assert_eq!(declared_size(&file("photo.png").unwrap()), Some((48, 40)));
+}
+
+/// ResizeArea at non-integer scales (down and up, align_corners, one row) and CropAndResize
+/// on flipped, partly outside and point boxes (bilinear and nearest, 1-pixel crops), against
+/// TensorFlow's loops written in numpy (`scripts/gen_media_test_data.py --kernels` →
+/// `tests/data/kernel_cases.json`).
+#[test]
+fn area_and_crop_and_resize_match_tf_computed_independently() {
+    use serde_json::Value as Json;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/kernel_cases.json"
+    ))
+    .unwrap();
+    let j: Json = serde_json::from_str(&text).unwrap();
+    let ints = |v: &Json| -> Vec<i64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap())
+            .collect()
+    };
+    let f32_tensor = |v: &Json| {
+        let shape: Vec<usize> = ints(&v["shape"]).iter().map(|&d| d as usize).collect();
+        let data: Vec<f32> = v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        Tensor::from_vec(&shape, data).unwrap()
+    };
+    let cases = j["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 9);
+    for c in cases {
+        let name = c["name"].as_str().unwrap();
+        let op = c["op"].as_str().unwrap();
+        let image = f32_tensor(&c["image"]);
+        let (attrs, inputs) = if op == "ResizeArea" {
+            let size = Tensor::from_vec(&[2], ints(&c["size"])).unwrap();
+            let align = c["attrs"]["align_corners"].as_i64().unwrap();
+            (
+                vec![("align_corners", AttrValue::Int(align))],
+                vec![Some(image), Some(size)],
+            )
+        } else {
+            let idx: Vec<i32> = ints(&c["box_index"]).iter().map(|&v| v as i32).collect();
+            let n = idx.len();
+            (
+                vec![
+                    ("method", s(c["attrs"]["method"].as_str().unwrap())),
+                    (
+                        "extrapolation_value",
+                        AttrValue::Float(c["attrs"]["extrapolation_value"].as_f64().unwrap() as f32),
+                    ),
+                ],
+                vec![
+                    Some(image),
+                    Some(f32_tensor(&c["boxes"])),
+                    Some(Tensor::from_vec(&[n], idx).unwrap()),
+                    Some(Tensor::from_vec(&[2], ints(&c["crop_size"])).unwrap()),
+                ],
+            )
+        };
+        let got = media(op, attrs, inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want = f32_tensor(&c["expected"]);
+        assert_eq!(got.shape(), want.shape(), "{name}: shape");
+        for (k, (g, w)) in f32s(&got).iter().zip(f32s(&want)).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+                "{name}[{k}]: rge {g}, numpy {w}"
+            );
+        }
+    }
+}

@@ -284,6 +284,12 @@ fn conv2d_nhwc_and_nchw_same_valid_explicit_strides_dilations_groups() {
 }
 
 #[test]
+fn conv2d_with_ge_pads_instead_of_padding() {
+    check("conv_ge_pads_nhwc");
+    check("conv_ge_pads_nchw_dilated");
+}
+
+#[test]
 fn depthwise_conv2d_native() {
     check("depthwise_nhwc_same");
     check("depthwise_nchw_valid_dilated");
@@ -305,6 +311,27 @@ fn pools_bias_add_batch_norm_activations() {
 #[test]
 fn matrix_products_with_transpose_and_adjoint() {
     check("matmuls");
+}
+
+#[test]
+fn fused_batch_norm_v1_and_training_statistics() {
+    for c in [
+        "fused_batch_norm_v1_inference_nchw",
+        "fused_batch_norm_v3_training_nhwc",
+        "fused_batch_norm_v1_training_default_nchw",
+    ] {
+        check(c);
+    }
+}
+
+#[test]
+fn matrix_products_with_ge_attribute_spellings_and_batch_matmul_v1() {
+    check("matmuls_ge_spellings");
+}
+
+#[test]
+fn cast_dst_type_and_squeeze_axis_as_ge_writes_them() {
+    check("array_ops_ge_spellings");
 }
 
 #[test]

@@ -272,52 +272,25 @@ fn without_media_the_image_ops_have_no_engine() {
     assert!(e.contains("DecodeImage") || e.contains("decode"), "{e}");
 }
 
-fn crc32(b: &[u8]) -> u32 {
-    let mut c = 0xFFFF_FFFFu32;
-    for &x in b {
-        c ^= u32::from(x);
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0xEDB8_8320
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
-}
-
-/// A PNG whose header declares `w × h` pixels (and no pixel data).
-fn png_header(w: u32, h: u32) -> Vec<u8> {
-    let mut ihdr = b"IHDR".to_vec();
-    ihdr.extend_from_slice(&w.to_be_bytes());
-    ihdr.extend_from_slice(&h.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    let mut v = b"\x89PNG\r\n\x1a\n".to_vec();
-    v.extend_from_slice(&13u32.to_be_bytes());
-    v.extend_from_slice(&ihdr);
-    v.extend_from_slice(&crc32(&ihdr).to_be_bytes());
-    // A few bytes of (meaningless) pixel data, then the end.
-    for (kind, body) in [(&b"IDAT"[..], &[0x78u8, 0x9c, 0, 0][..]), (b"IEND", &[])] {
-        v.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        let chunk = [kind, body].concat();
-        v.extend_from_slice(&chunk);
-        v.extend_from_slice(&crc32(&chunk).to_be_bytes());
-    }
-    v
-}
+// huge_png, huge_jpeg, huge_bmp, huge_webp, huge_j2k, huge_jp2: hand-made headers that
+// declare a huge size and carry no pixels.
+include!("../../rge-media/tests/common/headers.rs");
 
 #[test]
 fn bad_images_are_errors_naming_the_node() {
     let m = session(None).compile_graph(model([4, 4])).unwrap();
-    let huge = m
-        .run(&[bytes_value(&png_header(100_000, 100_000))])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        huge.contains("decode") && huge.contains("100000x100000"),
-        "{huge}"
-    );
+    // Every format's header declaring 100,000² pixels (JPEG: 65,535², its most) is refused
+    // from the header: an error naming the node and the size, no allocation sized by it (a
+    // decoder that trusted it would ask for 30 GB and abort the test).
+    for (format, bytes, (w, h)) in huge_headers() {
+        let huge = m.run(&[bytes_value(&bytes)]).unwrap_err().to_string();
+        assert!(
+            huge.contains("node `decode`")
+                && huge.contains(&format!("{w}x{h}"))
+                && huge.contains("over the limit"),
+            "{format}: {huge}"
+        );
+    }
     let jpg = data("photo.jpg");
     let cut = m
         .run(&[bytes_value(&jpg[..jpg.len() / 2])])

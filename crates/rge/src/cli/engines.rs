@@ -20,7 +20,7 @@ pub(crate) fn pretty(v: serde_json::Value) -> String {
 
 /// `rge engines [--json]`: the engines of the set (cost, runtime, atomic/composite, stream
 /// flags, how many op types each supports), then the rows of the seed's engine table that no
-/// engine of the set stands for yet (listed as absent, never as engines).
+/// engine of the set stands for yet (listed as absent with the reason, never as engines).
 pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
     let set = engine_set(engines)?;
     let rows = report::list_engines(set.manager());
@@ -39,6 +39,7 @@ pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
                     "cost": e.compute_cost,
                     "runtime": e.runtime.name(),
                     "streams": e.flags.describe(),
+                    "reason": absent_reason(e.name),
                 })
             })
             .collect();
@@ -57,17 +58,29 @@ pub fn list(engines: &EngineArgs, as_json: bool) -> CliResult {
             text.push_str("\nnot in this build (the seed's engine table):\n");
             for e in absent {
                 text.push_str(&format!(
-                    "{:<12} {:>4}  {:<7} {:<22} {}\n",
+                    "{:<12} {:>4}  {:<7} {:<22} {:<18} {}\n",
                     e.name,
                     e.compute_cost,
                     e.runtime.name(),
                     e.ge_counterpart,
-                    e.flags.describe()
+                    e.flags.describe(),
+                    absent_reason(e.name)
                 ));
             }
         }
         text
     })
+}
+
+/// Why a row of the seed's table has no engine in the set.
+fn absent_reason(name: &str) -> &'static str {
+    match name {
+        "custom" => {
+            "created by the engine manager for custom op types (GE's OpsKernelManager); \
+             this set was built without it"
+        }
+        _ => "not registered in this build's engine set",
+    }
 }
 
 /// Loads `file` and compiles it with the engine set of `engines`, as `rge run` does.
