@@ -8,6 +8,13 @@ and checked with onnxruntime:
                                         onnxruntime
   crates/rge/tests/data/rts/bad_cond/   an If whose condition is a float tensor of shape [2]
   crates/rge/tests/data/rts/bad_trip/   a Loop whose trip count has shape [2]
+  crates/rge/tests/data/rts/static_loop/  a Loop with a constant trip count (4), a carried
+                                        vector and a scan output: static, lowered flat
+  crates/rge/tests/data/rts/loop_with_if/ a Loop whose body holds an If on the counter's
+                                        parity (an If nested in a Loop): both flat
+  crates/rge/tests/data/rts/bad_cond_shape/ an If whose condition is bool[2] (right dtype,
+                                        wrong shape)
+  crates/rge/tests/data/rts/bad_loop_cond/  a Loop whose initial condition is bool[2]
 
 Each folder has the node tests' layout (model.onnx, test_data_set_N/input_K.pb, output_K.pb).
 Run: build/venv/bin/python scripts/gen_rts_test_models.py (needs onnx, numpy, onnxruntime).
@@ -177,8 +184,160 @@ def bad_trip():
     write_case("bad_trip", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
 
 
+def static_loop():
+    # for i in 0..4: acc = acc * 0.5 + x * i; scan out acc + 1
+    body = helper.make_graph(
+        [
+            helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT, name="iter_float"),
+            helper.make_node("Mul", ["x", "fi"], ["xi"], name="scale"),
+            helper.make_node("Mul", ["acc_in", "half"], ["acc_h"], name="decay"),
+            helper.make_node("Add", ["acc_h", "xi"], ["acc_out"], name="accumulate"),
+            helper.make_node("Add", ["acc_out", "one"], ["scan"], name="scan_value"),
+            helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
+        ],
+        "acc_body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [3]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("scan", TensorProto.FLOAT, [3]),
+        ],
+    )
+    g = helper.make_graph(
+        [
+            helper.make_node("Loop", ["trip", "go", "acc0"], ["acc", "rows"], body=body, name="accumulate_loop"),
+        ],
+        "static_loop",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("acc0", TensorProto.FLOAT, [3]),
+        ],
+        [
+            helper.make_tensor_value_info("acc", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("rows", TensorProto.FLOAT, [4, 3]),
+        ],
+        [
+            numpy_helper.from_array(np.array(4, np.int64), "trip"),
+            numpy_helper.from_array(np.array(True), "go"),
+            numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+            numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+        ],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    f = lambda *s: RNG.standard_normal(s).astype(np.float32)
+    write_case("static_loop", m, [[f(3), f(3)], [f(3), np.zeros(3, np.float32)]])
+
+
+def loop_with_if():
+    # for i in 0..5: v = (i % 2 == 0) ? v + x : v * 0.5 - x (an If inside the Loop's body)
+    even = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "x"], ["even_v"], name="even_add")],
+        "even", [], [helper.make_tensor_value_info("even_v", TensorProto.FLOAT, [2, 2])],
+    )
+    odd = helper.make_graph(
+        [
+            helper.make_node("Mul", ["v_in", "half"], ["odd_h"], name="odd_half"),
+            helper.make_node("Sub", ["odd_h", "x"], ["odd_v"], name="odd_sub"),
+        ],
+        "odd", [], [helper.make_tensor_value_info("odd_v", TensorProto.FLOAT, [2, 2])],
+    )
+    body = helper.make_graph(
+        [
+            helper.make_node("Mod", ["i", "two"], ["r"], name="parity"),
+            helper.make_node("Equal", ["r", "zero"], ["is_even"], name="is_even"),
+            helper.make_node("If", ["is_even"], ["v_out"], then_branch=even, else_branch=odd, name="parity_if"),
+            helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
+        ],
+        "parity_body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [2, 2]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [2, 2]),
+        ],
+    )
+    g = helper.make_graph(
+        [
+            helper.make_node("Loop", ["trip", "", "v0"], ["v"], body=body, name="parity_loop"),
+            helper.make_node("Neg", ["v"], ["y"], name="negate"),
+        ],
+        "loop_with_if",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2]),
+            helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2, 2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        [
+            numpy_helper.from_array(np.array(5, np.int64), "trip"),
+            numpy_helper.from_array(np.array(2, np.int64), "two"),
+            numpy_helper.from_array(np.array(0, np.int64), "zero"),
+            numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+        ],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    f = lambda *s: RNG.standard_normal(s).astype(np.float32)
+    write_case("loop_with_if", m, [[f(2, 2), f(2, 2)], [f(2, 2), np.ones((2, 2), np.float32)]])
+
+
+def bad_cond_shape():
+    branch = lambda n, v: helper.make_graph(
+        [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array([v], np.float32)))],
+        n, [], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch("a", 1.0), else_branch=branch("b", 2.0), name="pick2")],
+        "bad_cond_shape",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    write_case("bad_cond_shape", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
+
+
+def bad_loop_cond():
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+            helper.make_node("Add", ["v_in", "one"], ["v_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1]),
+        ],
+    )
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["m", "c", "v0"], ["v"], body=body, name="count2")],
+        "bad_loop_cond",
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, [2]),
+            helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])],
+        [
+            numpy_helper.from_array(np.array([1.0], np.float32), "one"),
+            numpy_helper.from_array(np.array(3, np.int64), "m"),
+        ],
+    )
+    write_case("bad_loop_cond", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
+
+
 if __name__ == "__main__":
     vad_like()
     bad_cond()
     bad_trip()
+    static_loop()
+    loop_with_if()
+    bad_cond_shape()
+    bad_loop_cond()
     print("rts test data written to", os.path.normpath(OUT), file=sys.stderr)

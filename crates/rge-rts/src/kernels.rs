@@ -61,7 +61,7 @@ impl Kernel for Switch {
                 };
                 i32::from(!go)
             }
-            SwitchMode::Case { branches } => {
+            SwitchMode::Case { branches, clamp } => {
                 if !matches!(t.dtype(), DType::Int32 | DType::Int64) {
                     return Err(KernelError::invalid(format!(
                         "branch_index must be an int32 or int64 scalar, it is {}",
@@ -69,9 +69,23 @@ impl Kernel for Switch {
                     )));
                 }
                 let i = single(&t, "branch_index")?;
-                let last = branches.saturating_sub(1) as i64;
-                // GE's and TensorFlow's rule: an index out of range runs the last branch.
-                (if (0..=last).contains(&i) { i } else { last }) as i32
+                if branches == 0 {
+                    return Err(KernelError::invalid("Case has no branches"));
+                }
+                let last = branches as i64 - 1;
+                if (0..=last).contains(&i) {
+                    i as i32
+                } else if clamp {
+                    // GE's and TensorFlow's rule where the branch count is known: an index out
+                    // of range runs the last branch.
+                    last as i32
+                } else {
+                    // As the nested Case kernel: without a branch count from the frontend,
+                    // an index out of range selects nothing.
+                    return Err(KernelError::invalid(format!(
+                        "branch_index {i} selects no branch (the node has {branches})"
+                    )));
+                }
             }
         };
         write_index(ctx, index)
@@ -245,5 +259,108 @@ impl FlowKernels for RtsFlow {
     }
     fn label(&self) -> Box<dyn Kernel> {
         Box::new(NoCompute)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rge_kernels::{KernelCtx, OwnedOutputs, Tensor, Value};
+
+    /// Runs `k` on `inputs`; output 0 as an int32 (the switch index) or the error.
+    fn run(k: &dyn Kernel, inputs: &[Option<Value>], outputs: usize) -> Result<Vec<i64>, String> {
+        let refs: Vec<_> = inputs
+            .iter()
+            .map(|v| v.as_ref().map(Value::as_ref))
+            .collect();
+        let mut sink = OwnedOutputs::new(outputs);
+        let mut ctx = KernelCtx::new(&refs, &mut sink);
+        k.compute(&mut ctx).map_err(|e| e.to_string())?;
+        Ok(sink
+            .into_values()
+            .unwrap()
+            .into_iter()
+            .map(|v| v.unwrap().as_tensor().unwrap().view().to_i64_vec().unwrap()[0])
+            .collect())
+    }
+
+    fn t<T: rge_kernels::Elem>(shape: &[usize], v: Vec<T>) -> Option<Value> {
+        Some(Value::Tensor(Tensor::from_vec(shape, v).unwrap()))
+    }
+
+    fn case(clamp: bool) -> Switch {
+        Switch {
+            mode: SwitchMode::Case { branches: 3, clamp },
+        }
+    }
+
+    #[test]
+    fn if_switch_takes_one_bool_and_refuses_other_shapes_and_dtypes() {
+        let k = Switch {
+            mode: SwitchMode::OnnxIf,
+        };
+        assert_eq!(run(&k, &[t(&[], vec![true])], 1).unwrap(), vec![0]);
+        assert_eq!(run(&k, &[t(&[1], vec![false])], 1).unwrap(), vec![1]);
+        let e = run(&k, &[t(&[2], vec![true, false])], 1).unwrap_err();
+        assert!(
+            e.contains("condition") && e.contains("one element") && e.contains("[2]"),
+            "{e}"
+        );
+        let e = run(&k, &[t(&[0], Vec::<bool>::new())], 1).unwrap_err();
+        assert!(e.contains("one element") && e.contains("[0]"), "{e}");
+        let e = run(&k, &[t(&[], vec![1.0f32])], 1).unwrap_err();
+        assert!(e.contains("bool"), "{e}");
+    }
+
+    #[test]
+    fn case_switch_checks_the_index_and_follows_the_nested_rule_out_of_range() {
+        for clamp in [false, true] {
+            let k = case(clamp);
+            for i in 0..3i32 {
+                assert_eq!(run(&k, &[t(&[], vec![i])], 1).unwrap(), vec![i64::from(i)]);
+            }
+            assert_eq!(run(&k, &[t(&[1], vec![2i64])], 1).unwrap(), vec![2]);
+            let e = run(&k, &[t(&[2], vec![0i32, 1])], 1).unwrap_err();
+            assert!(e.contains("branch_index") && e.contains("[2]"), "{e}");
+            let e = run(&k, &[t(&[], vec![1.0f32])], 1).unwrap_err();
+            assert!(e.contains("int32 or int64"), "{e}");
+            for out in [-1i64, 3, i64::MAX, i64::MIN] {
+                let r = run(&k, &[t(&[], vec![out])], 1);
+                if clamp {
+                    assert_eq!(r.unwrap(), vec![2], "{out}");
+                } else {
+                    let e = r.unwrap_err();
+                    assert!(
+                        e.contains(&format!("branch_index {out} selects no branch")),
+                        "{e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn loop_steps_refuse_a_condition_or_trip_count_of_the_wrong_shape() {
+        let e = run(&LoopInit, &[t(&[2], vec![3i64, 4]), None], 2).unwrap_err();
+        assert!(e.contains("trip count") && e.contains("[2]"), "{e}");
+        let e = run(&LoopInit, &[None, t(&[2], vec![true, true])], 2).unwrap_err();
+        assert!(e.contains("loop condition") && e.contains("[2]"), "{e}");
+        let e = run(&LoopInit, &[None, t(&[], vec![1i64])], 2).unwrap_err();
+        assert!(e.contains("bool"), "{e}");
+        assert_eq!(
+            run(&LoopInit, &[t(&[], vec![3i64]), t(&[], vec![true])], 2).unwrap(),
+            vec![0, 1]
+        );
+        let go = [t(&[], vec![1i64]), t(&[], vec![3i64]), t(&[], vec![true])];
+        assert_eq!(run(&LoopSwitch, &go, 1).unwrap(), vec![0]);
+        let done = [t(&[], vec![3i64]), t(&[], vec![3i64]), t(&[], vec![true])];
+        assert_eq!(run(&LoopSwitch, &done, 1).unwrap(), vec![1]);
+        let bad = [
+            t(&[], vec![0i64]),
+            t(&[2], vec![3i64, 3]),
+            t(&[], vec![true]),
+        ];
+        let e = run(&LoopSwitch, &bad, 1).unwrap_err();
+        assert!(e.contains("trip count") && e.contains("[2]"), "{e}");
     }
 }

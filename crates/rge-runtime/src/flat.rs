@@ -55,8 +55,10 @@ pub enum SwitchMode {
     OnnxIf,
     /// GE's If and While rule: a scalar is true when non-zero, a tensor when non-empty.
     GeTruthy,
-    /// Case: an int32/int64 index; out of range → the last of `branches`.
-    Case { branches: usize },
+    /// Case: an int32/int64 index. Out of range: the last of `branches` when `clamp` (the
+    /// frontend named the branch slots, GE's and TensorFlow's rule), else an error, as the
+    /// nested Case kernel decides (a GE graph's Case carries no branch count of its own).
+    Case { branches: usize, clamp: bool },
 }
 
 /// The kernels of the flat control-flow steps, brought by the engine that lowers control flow.
@@ -220,8 +222,11 @@ pub fn flat_blocker(graph: &ComputeGraph, n: NodeId) -> Option<String> {
                 .map(|j| (j, res.get(j).and_then(Option::as_ref), op.output(j)))
                 .collect()
         } else if t == "Loop" {
-            // Body results: cond, then the carried values (the node's first outputs).
-            let carried = node.in_data_count().saturating_sub(2);
+            // Body results: cond, then the carried values (the node's first outputs). The
+            // carried values are the formal inputs after M and cond: captured outer values the
+            // ONNX importer appended are not (counting them would pair scan outputs with body
+            // results of another shape).
+            let carried = formal_count(op, node.in_data_count()).saturating_sub(2);
             (0..carried.min(op.outputs().len()))
                 .map(|j| (j, res.get(j + 1).and_then(Option::as_ref), op.output(j)))
                 .collect()
@@ -577,7 +582,19 @@ impl Lowering<'_> {
                 return Err(lower_err(graph, n, "Case has no branches"));
             }
             let count = subs.len();
-            (subs, SwitchMode::Case { branches: count })
+            // The nested kernel knows the branch count (and clamps) only from the slot names
+            // a frontend records; the flat switch follows it, so both agree.
+            let clamp = matches!(
+                op.attrs().get(SUBGRAPH_ATTRS_ATTR),
+                Some(rge_ir::AttrValue::ListString(v)) if !v.is_empty()
+            );
+            (
+                subs,
+                SwitchMode::Case {
+                    branches: count,
+                    clamp,
+                },
+            )
         };
         let cond = parent
             .first()
@@ -899,11 +916,15 @@ fn check_predicate(cx: &Lowering<'_>, n: NodeId, slot: u32, mode: SwitchMode) ->
             .then_some("an int32 or int64 scalar"),
         SwitchMode::GeTruthy => None,
     };
+    let what = match mode {
+        SwitchMode::Case { .. } => "the branch_index",
+        _ => "the condition",
+    };
     match bad {
         Some(want) => Err(lower_err(
             cx.graph(),
             n,
-            format!("the condition must be {want}, it is {dt}{shape:?}"),
+            format!("{what} must be {want}, it is {dt}{shape:?}"),
         )),
         None => Ok(()),
     }

@@ -4,13 +4,18 @@
 //! outputs on the control-flow node tests and on a VAD-like model (If over an LSTM and a GRU
 //! branch, a Loop over the frames; test data from scripts/gen_rts_test_models.py, outputs
 //! from onnxruntime), on every executor; bad predicates and trip counts are errors naming the
-//! node.
+//! node. GE's Case and While (graphs built with the rge-ir API) are lowered flat too and agree
+//! with nested, out-of-range Case indices included.
 
 use std::path::{Path, PathBuf};
 
 use rge::engines::{engine_set, EngineArgs};
 use rge_conformance::{compare_values, load_test, Tolerance};
-use rge_kernels::Value;
+use rge_ir::attr_names::{DATA_INDEX, PARENT_NODE_INDEX};
+use rge_ir::{
+    op_types, ComputeGraph, DataType, Format, GraphId, NodeId, OpDesc, Shape, TensorDesc,
+};
+use rge_kernels::{Tensor, Value};
 use rge_runtime::{ExecutorKind, Model, Session, SessionOptions};
 
 fn session(control_flow: &str, exclude: Option<&str>, executor: ExecutorKind) -> Session {
@@ -132,39 +137,60 @@ fn without_the_rts_engine_control_flow_falls_to_cpu_nested() {
     assert!(!kinds.iter().any(|k| k.starts_with("Label")), "{kinds:?}");
 }
 
-/// The control-flow node tests (`test_if*`, `test_loop*`, `test_range_*_expanded`, `test_scan*`):
-/// rts and nested give the same bytes and both match the expected outputs; `test_if` is
-/// lowered flat, the dynamic ones stay nested under rts too.
+/// The control-flow node tests (`test_if*`, `test_loop*`, `test_range_*_expanded`, `test_scan*`)
+/// and the static Loop models of scripts/gen_rts_test_models.py (`static_loop`, `loop_with_if`):
+/// rts and nested give the same bytes and both match the expected outputs; exactly the static
+/// ones (`FLAT` below) are lowered flat, the dynamic ones stay nested under rts too.
 #[test]
 fn control_flow_node_tests_agree_between_nested_and_rts() {
+    // The tests whose control flow is static: lowered flat under rts. Every other one stays
+    // nested (test_loop11: its scan output grows with a run-time trip count; the _seq and
+    // _opt ones: sequences and optionals; Scan and the Range expansions: Loops with dynamic
+    // trip counts or op types rts does not lower).
+    const FLAT: &[&str] = &["test_if", "static_loop", "loop_with_if"];
     let dir = rge_conformance::node_tests_dir();
-    if !dir.is_dir() {
+    let mut dirs = vec![data("static_loop"), data("loop_with_if")];
+    if dir.is_dir() {
+        let names =
+            rge_conformance::list_tests(&dir, Some("^test_(if|loop|scan|range_.*_expanded)"))
+                .unwrap();
+        assert!(names.len() >= 10, "{names:?}");
+        dirs.extend(names);
+    } else {
         assert!(
             std::env::var_os("CI").is_none(),
             "ONNX node tests missing at {}; CI must generate them",
             dir.display()
         );
-        eprintln!("note: no node tests at {}; skipping", dir.display());
-        return;
+        eprintln!(
+            "note: no node tests at {}; only the rts test models",
+            dir.display()
+        );
     }
-    let names =
-        rge_conformance::list_tests(&dir, Some("^test_(if|loop|scan|range_.*_expanded)")).unwrap();
-    assert!(names.len() >= 10, "{names:?}");
-    let mut flat_count = 0;
-    for t in &names {
+    let mut flat_names = Vec::new();
+    for t in &dirs {
         let test = load_test(t).unwrap();
-        let name = test.name.clone();
+        let name = t.file_name().unwrap().to_string_lossy().to_string();
         let rts = session("rts", None, ExecutorKind::Sequential)
             .compile_graph(test.model.graph.clone())
             .unwrap_or_else(|e| panic!("{name} (rts): {e}"));
         let nested = session("nested", None, ExecutorKind::Sequential)
             .compile_graph(test.model.graph.clone())
             .unwrap_or_else(|e| panic!("{name} (nested): {e}"));
-        let flat = step_types(&rts).iter().any(|k| k == "StreamActive");
-        flat_count += usize::from(flat);
-        if name == "test_if" {
-            assert!(flat, "test_if is static: it must be lowered flat");
+        let kinds = step_types(&rts);
+        let flat = kinds.iter().any(|k| k == "StreamActive");
+        if flat {
+            flat_names.push(name.clone());
+            // Lowered flat: no step of the program runs nested programs.
+            assert!(
+                rts.program().steps.iter().all(|s| s.subgraphs.is_empty()),
+                "{name}: {kinds:?}"
+            );
         }
+        assert!(
+            !step_types(&nested).iter().any(|k| k == "StreamActive"),
+            "{name}: nested has flat steps"
+        );
         for (k, set) in test.data_sets.iter().enumerate() {
             let a = rts
                 .run(&set.inputs)
@@ -197,10 +223,90 @@ fn control_flow_node_tests_agree_between_nested_and_rts() {
         }
     }
     eprintln!(
-        "{} control-flow node tests, {flat_count} lowered flat",
-        names.len()
+        "{} control-flow tests, lowered flat: {flat_names:?}",
+        dirs.len()
     );
-    assert!(flat_count >= 1);
+    let mut want: Vec<String> = FLAT
+        .iter()
+        .filter(|n| dirs.iter().any(|d| d.file_name().is_some_and(|f| f == **n)))
+        .map(|n| n.to_string())
+        .collect();
+    want.sort();
+    flat_names.sort();
+    assert_eq!(flat_names, want, "the control-flow tests lowered flat");
+}
+
+/// A static Loop (constant trip count, a carried vector and a scan output) and an If inside a
+/// Loop's body: both lowered flat (the If's LabelSwitch inside the Loop's region), the same
+/// bytes as nested on every executor, and as onnxruntime.
+#[test]
+fn a_static_loop_and_an_if_inside_a_loop_are_lowered_flat() {
+    for (model, node, inner) in [
+        ("static_loop", "accumulate_loop", None),
+        ("loop_with_if", "parity_loop", Some("parity_if")),
+    ] {
+        let dir = data(model);
+        let test = load_test(&dir).unwrap();
+        let flat = compile(&dir, "rts", None, ExecutorKind::Sequential);
+        let nested = compile(&dir, "nested", None, ExecutorKind::Sequential);
+        assert_eq!(engine_of(&flat, node), "rts", "{model}");
+        assert_eq!(engine_of(&nested, node), "cpu", "{model}");
+        let kinds = step_types(&flat);
+        for want in [
+            "StreamActive",
+            "LoopInit",
+            "StreamSwitch",
+            "LoopIncrement",
+            "LabelGoto",
+        ] {
+            assert!(
+                kinds.iter().any(|k| k == want),
+                "{model}: no {want} in {kinds:?}"
+            );
+        }
+        assert!(
+            flat.program().steps.iter().all(|s| s.subgraphs.is_empty()),
+            "{model}"
+        );
+        let switches = kinds.iter().filter(|k| *k == "LabelSwitch").count();
+        let actives = kinds.iter().filter(|k| *k == "StreamActive").count();
+        if let Some(inner) = inner {
+            // The If is a region of its own inside the Loop's, lowered from the body.
+            assert_eq!((switches, actives), (1, 2), "{model}: {kinds:?}");
+            assert!(
+                flat.program()
+                    .steps
+                    .iter()
+                    .any(|s| s.node == inner && s.op_type == "LabelSwitch"),
+                "{model}: {kinds:?}"
+            );
+            assert!(kinds.iter().any(|k| k == "Mod") && kinds.iter().any(|k| k == "Sub"));
+        } else {
+            assert_eq!((switches, actives), (0, 1), "{model}: {kinds:?}");
+            assert!(
+                kinds.iter().any(|k| k == "ScanWrite") && kinds.iter().any(|k| k == "ScanCheck")
+            );
+        }
+        for (k, set) in test.data_sets.iter().enumerate() {
+            let want = nested.run(&set.inputs).unwrap();
+            for (o, (w, e)) in want.iter().zip(&set.outputs).enumerate() {
+                compare_values(e, w, Tolerance::default()).unwrap_or_else(|m| {
+                    panic!("{model} set {k} output {o} against onnxruntime: {m}")
+                });
+            }
+            for executor in ExecutorKind::ALL {
+                let m = compile(&dir, "rts", None, executor);
+                for run in 0..2 {
+                    let got = m.run(&set.inputs).unwrap();
+                    same(
+                        &want,
+                        &got,
+                        &format!("{model} set {k}, {executor}, run {run}"),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Compiling a model that must fail (its folder holds only `model.onnx`) with the rts engine.
@@ -220,6 +326,40 @@ fn a_condition_of_the_wrong_dtype_and_shape_is_an_error_naming_the_node() {
 }
 
 #[test]
+fn a_bool_condition_of_the_wrong_shape_is_an_error_naming_the_node() {
+    // If: bool[2] (the right dtype, the wrong shape).
+    let e = compile_err("bad_cond_shape");
+    assert!(
+        e.contains("`pick2`") && e.contains("condition") && e.contains("[2]"),
+        "{e}"
+    );
+    // Loop: an initial condition of bool[2].
+    let e = compile_err("bad_loop_cond");
+    assert!(
+        e.contains("`count2`") && e.contains("condition") && e.contains("[2]"),
+        "{e}"
+    );
+    // At run time a static region's condition cannot change shape: a bool[2] fed for the VAD
+    // model's bool[] flag is refused at the input, naming it, on every executor (the switch
+    // kernels' own checks are unit tests of crates/rge-rts).
+    let dir = data("vad_like");
+    let test = load_test(&dir).unwrap();
+    let mut inputs = test.data_sets[0].inputs.clone();
+    inputs[1] = Value::Tensor(Tensor::from_vec(&[2], vec![true, false]).unwrap());
+    for executor in ExecutorKind::ALL {
+        let e = compile(&dir, "rts", None, executor)
+            .run(&inputs)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("use_lstm") && e.contains("[2]"),
+            "{executor}: {e}"
+        );
+    }
+}
+
+#[test]
 fn a_trip_count_that_is_not_a_scalar_is_an_error_naming_the_node() {
     let e = compile_err("bad_trip");
     assert!(e.contains("count") && e.contains("trip count"), "{e}");
@@ -233,4 +373,435 @@ fn rge_engines_lists_rts_with_its_flags() {
         .find(|l| l.split_whitespace().next() == Some("rts"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("skip+attach") && line.contains('2'), "{line}");
+}
+
+// ---- GE's Case and While (graphs built with the rge-ir API, as in rge-runtime's control.rs) ----
+
+fn desc(dt: DataType, dims: &[i64]) -> TensorDesc {
+    TensorDesc::new(Shape::from_slice(dims), dt, Format::ND)
+}
+
+fn f32d(dims: &[i64]) -> TensorDesc {
+    desc(DataType::Float, dims)
+}
+
+/// A GE graph under construction: nodes go to the root or to a subgraph.
+struct Ge(ComputeGraph);
+
+impl Ge {
+    fn new(name: &str) -> Self {
+        Ge(ComputeGraph::new(name))
+    }
+
+    fn root(&self) -> GraphId {
+        self.0.root()
+    }
+
+    /// A Data node: graph input `index`; in a subgraph, bound to parent input `parent`.
+    fn data(
+        &mut self,
+        g: GraphId,
+        name: &str,
+        index: i64,
+        parent: Option<i64>,
+        d: TensorDesc,
+    ) -> NodeId {
+        let mut op = OpDesc::new(name, op_types::DATA)
+            .with_input("x", d.clone())
+            .with_output("y", d);
+        op.attrs_mut().set(DATA_INDEX, index);
+        if let Some(p) = parent {
+            op.attrs_mut().set(PARENT_NODE_INDEX, p);
+        }
+        let n = self.0.add_node(g, op).unwrap();
+        if g == self.root() {
+            self.0.add_input_node(n).unwrap();
+        }
+        n
+    }
+
+    fn konst(&mut self, g: GraphId, name: &str, t: rge_ir::Tensor) -> NodeId {
+        let mut op = OpDesc::new(name, op_types::CONST).with_output("y", t.desc.clone());
+        op.attrs_mut().set("value", t);
+        self.0.add_node(g, op).unwrap()
+    }
+
+    /// A node of `ty` reading `ins` (node, output), with outputs `outs`.
+    fn op(
+        &mut self,
+        g: GraphId,
+        name: &str,
+        ty: &str,
+        ins: &[(NodeId, usize)],
+        outs: &[TensorDesc],
+    ) -> NodeId {
+        let mut op = OpDesc::new(name, ty);
+        for (i, &(src, o)) in ins.iter().enumerate() {
+            let d = self.0.op(src).unwrap().output(o).unwrap().clone();
+            op.add_input(&format!("x{i}"), d).unwrap();
+        }
+        for (i, d) in outs.iter().enumerate() {
+            op.add_output(&format!("y{i}"), d.clone()).unwrap();
+        }
+        let n = self.0.add_node(g, op).unwrap();
+        for (i, &(src, o)) in ins.iter().enumerate() {
+            self.0.add_edge(src, o, n, i).unwrap();
+        }
+        n
+    }
+
+    /// The NetOutput of `g`; in a subgraph its input `i` feeds parent output `i`.
+    fn output(&mut self, g: GraphId, srcs: &[(NodeId, usize)]) -> NodeId {
+        let sub = g != self.root();
+        let mut op = OpDesc::new(
+            format!("{}_out", self.0.graph_name(g).unwrap_or("g")),
+            op_types::NET_OUTPUT,
+        );
+        for (i, &(src, o)) in srcs.iter().enumerate() {
+            let mut d = self.0.op(src).unwrap().output(o).unwrap().clone();
+            if sub {
+                d.attrs_mut().set(PARENT_NODE_INDEX, i as i64);
+            }
+            op.add_input(&format!("x{i}"), d).unwrap();
+        }
+        let n = self.0.add_node(g, op).unwrap();
+        for (i, &(src, o)) in srcs.iter().enumerate() {
+            self.0.add_edge(src, o, n, i).unwrap();
+        }
+        if !sub {
+            let list = srcs.iter().map(|&(s, o)| (s, o as u32)).collect();
+            self.0.set_output_nodes(g, list).unwrap();
+        }
+        n
+    }
+
+    fn sub(&mut self, parent: NodeId, slot: usize, name: &str) -> GraphId {
+        self.0.add_subgraph(parent, slot, name).unwrap()
+    }
+}
+
+/// `while i < 3 { i += 1; x += x }` as GE's `op_type` (While, _While, StatelessWhile).
+fn ge_while(op_type: &str) -> ComputeGraph {
+    let mut b = Ge::new("while_graph");
+    let root = b.root();
+    let (s, v) = (f32d(&[]), f32d(&[2]));
+    let i = b.data(root, "i", 0, None, s.clone());
+    let x = b.data(root, "x", 1, None, v.clone());
+    let w = b.op(
+        root,
+        "loop",
+        op_type,
+        &[(i, 0), (x, 0)],
+        &[s.clone(), v.clone()],
+    );
+    b.output(root, &[(w, 0), (w, 1)]);
+
+    let cond = b.sub(w, 0, "loop_cond");
+    let ci = b.data(cond, "c_i", 0, Some(0), s.clone());
+    b.data(cond, "c_x", 1, Some(1), v.clone());
+    let lim = b.konst(cond, "c_limit", rge_ir::Tensor::scalar_f32(3.0));
+    let less = b.op(
+        cond,
+        "c_less",
+        "Less",
+        &[(ci, 0), (lim, 0)],
+        &[desc(DataType::Bool, &[])],
+    );
+    b.output(cond, &[(less, 0)]);
+
+    let body = b.sub(w, 1, "loop_body");
+    let bi = b.data(body, "b_i", 0, Some(0), s.clone());
+    let bx = b.data(body, "b_x", 1, Some(1), v.clone());
+    let one = b.konst(body, "b_one", rge_ir::Tensor::scalar_f32(1.0));
+    let inc = b.op(body, "b_inc", "Add", &[(bi, 0), (one, 0)], &[s]);
+    let dbl = b.op(body, "b_dbl", "Add", &[(bx, 0), (bx, 0)], &[v]);
+    b.output(body, &[(inc, 0), (dbl, 0)]);
+    b.0
+}
+
+/// Case over `x` with branches Relu(x), x + x, x * x; the index of `index` (int32 scalar
+/// normally).
+fn ge_case(index: TensorDesc) -> ComputeGraph {
+    let mut b = Ge::new("case_graph");
+    let root = b.root();
+    let v = f32d(&[2]);
+    let idx = b.data(root, "idx", 0, None, index);
+    let x = b.data(root, "x", 1, None, v.clone());
+    let c = b.op(
+        root,
+        "case",
+        "Case",
+        &[(idx, 0), (x, 0)],
+        std::slice::from_ref(&v),
+    );
+    b.output(root, &[(c, 0)]);
+    for (k, (ty, two)) in [("Relu", false), ("Add", true), ("Mul", true)]
+        .into_iter()
+        .enumerate()
+    {
+        let g = b.sub(c, k, &format!("case_branch{k}"));
+        let d = b.data(g, &format!("br{k}_x"), 0, Some(1), v.clone());
+        let ins: &[(NodeId, usize)] = if two { &[(d, 0), (d, 0)] } else { &[(d, 0)] };
+        let o = b.op(g, &format!("br{k}_op"), ty, ins, std::slice::from_ref(&v));
+        b.output(g, &[(o, 0)]);
+    }
+    b.0
+}
+
+/// The same Case as a frontend that names the branch slots makes it (the ONNX importer's
+/// `_onnx_subgraph_attrs`): the branch count is then known, and an index out of range runs
+/// the last branch.
+fn ge_case_with_named_branches() -> ComputeGraph {
+    let mut g = ge_case(desc(DataType::Int32, &[]));
+    let root = g.root();
+    let case = g.nodes_of(root).find(|&n| g.name_of(n) == "case").unwrap();
+    g.op_mut(case)
+        .unwrap()
+        .attrs_mut()
+        .set("_onnx_subgraph_attrs", vec!["branches".to_string(); 3]);
+    g
+}
+
+fn ge_compile(g: &ComputeGraph, control_flow: &str, executor: ExecutorKind) -> Model {
+    session(control_flow, None, executor)
+        .compile_graph(g.clone())
+        .unwrap_or_else(|e| panic!("{control_flow}: {e}"))
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_tensor()
+        .unwrap()
+        .view()
+        .as_slice::<f32>()
+        .unwrap()
+        .to_vec()
+}
+
+/// `m` was lowered flat: the node is on `rts`, the program has each of `want` and no step runs
+/// nested programs.
+fn assert_flat(m: &Model, node: &str, want: &[&str]) {
+    assert_eq!(engine_of(m, node), "rts", "{node}");
+    let kinds = step_types(m);
+    for w in want {
+        assert!(kinds.iter().any(|k| k == w), "no {w} step in {kinds:?}");
+    }
+    assert!(
+        m.program().steps.iter().all(|s| s.subgraphs.is_empty()),
+        "{kinds:?}"
+    );
+}
+
+/// `m` runs `node` nested on `cpu`.
+fn assert_nested(m: &Model, node: &str) {
+    assert_eq!(engine_of(m, node), "cpu", "{node}");
+    let kinds = step_types(m);
+    assert!(!kinds.iter().any(|k| k.starts_with("Label")), "{kinds:?}");
+    assert!(m.program().steps.iter().any(|s| !s.subgraphs.is_empty()));
+}
+
+/// Runs `inputs` nested (sequential) and flat on every executor, twice each: the same bytes.
+fn agree_on_every_executor(g: &ComputeGraph, inputs: &[Value], what: &str) -> Vec<Value> {
+    let want = ge_compile(g, "nested", ExecutorKind::Sequential)
+        .run(inputs)
+        .unwrap_or_else(|e| panic!("{what} (nested): {e}"));
+    for executor in ExecutorKind::ALL {
+        let m = ge_compile(g, "rts", executor);
+        for run in 0..2 {
+            let got = m
+                .run(inputs)
+                .unwrap_or_else(|e| panic!("{what} (rts, {executor}): {e}"));
+            same(&want, &got, &format!("{what}, {executor}, run {run}"));
+        }
+    }
+    want
+}
+
+#[test]
+fn ge_case_is_lowered_flat_on_rts_and_matches_nested_on_every_executor() {
+    let g = ge_case(desc(DataType::Int32, &[]));
+    let flat = ge_compile(&g, "rts", ExecutorKind::Sequential);
+    assert_flat(
+        &flat,
+        "case",
+        &[
+            "StreamActive",
+            "LabelSwitch",
+            "LabelSet",
+            "LabelGoto",
+            "MemcpyAsync",
+            "Relu",
+            "Mul",
+        ],
+    );
+    // One LabelSet per branch and one at the end; a LabelGoto out of every branch but the last.
+    let kinds = step_types(&flat);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "LabelSet").count(),
+        4,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "LabelGoto").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_nested(&ge_compile(&g, "nested", ExecutorKind::Sequential), "case");
+    let x = Value::Tensor(Tensor::from_vec(&[2], vec![-1.0f32, 3.0]).unwrap());
+    for (k, want) in [
+        (0i32, vec![0.0, 3.0]),
+        (1, vec![-2.0, 6.0]),
+        (2, vec![1.0, 9.0]),
+    ] {
+        let idx = Value::Tensor(Tensor::scalar(k));
+        let outs = agree_on_every_executor(&g, &[idx, x.clone()], &format!("branch {k}"));
+        assert_eq!(floats(&outs[0]), want, "branch {k}");
+    }
+    // An int64 index selects the same way.
+    let g64 = ge_case(desc(DataType::Int64, &[]));
+    assert_flat(
+        &ge_compile(&g64, "rts", ExecutorKind::Sequential),
+        "case",
+        &["LabelSwitch"],
+    );
+    let outs = agree_on_every_executor(&g64, &[Value::Tensor(Tensor::scalar(1i64)), x], "int64");
+    assert_eq!(floats(&outs[0]), vec![-2.0, 6.0]);
+}
+
+#[test]
+fn a_case_index_out_of_range_agrees_between_rts_and_nested() {
+    let x = Value::Tensor(Tensor::from_vec(&[2], vec![-1.0f32, 3.0]).unwrap());
+    // A GE graph names no branch count: an index out of range is an error naming the node,
+    // the same both ways.
+    let g = ge_case(desc(DataType::Int32, &[]));
+    for k in [-1i32, 3, 100, i32::MIN, i32::MAX] {
+        let inputs = [Value::Tensor(Tensor::scalar(k)), x.clone()];
+        let nested = ge_compile(&g, "nested", ExecutorKind::Sequential)
+            .run(&inputs)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(nested.contains("case"), "{nested}");
+        for executor in ExecutorKind::ALL {
+            let e = ge_compile(&g, "rts", executor)
+                .run(&inputs)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("`case`") && e.contains(&format!("branch_index {k}")),
+                "{executor}: {e}"
+            );
+        }
+    }
+    // With the branch count named (a frontend's slot names): the last branch, both ways.
+    let g = ge_case_with_named_branches();
+    assert_flat(
+        &ge_compile(&g, "rts", ExecutorKind::Sequential),
+        "case",
+        &["LabelSwitch"],
+    );
+    for k in [-1i32, 3, 100, i32::MIN] {
+        let inputs = [Value::Tensor(Tensor::scalar(k)), x.clone()];
+        let outs = agree_on_every_executor(&g, &inputs, &format!("named, index {k}"));
+        assert_eq!(floats(&outs[0]), vec![1.0, 9.0], "index {k}");
+    }
+    let inputs = [Value::Tensor(Tensor::scalar(0i32)), x];
+    let outs = agree_on_every_executor(&g, &inputs, "named, index 0");
+    assert_eq!(floats(&outs[0]), vec![0.0, 3.0]);
+}
+
+#[test]
+fn ge_while_and_its_aliases_are_lowered_flat_on_rts_and_match_nested() {
+    for op_type in ["While", "_While", "StatelessWhile"] {
+        let g = ge_while(op_type);
+        let flat = ge_compile(&g, "rts", ExecutorKind::Sequential);
+        assert_flat(
+            &flat,
+            "loop",
+            &[
+                "StreamActive",
+                "StreamSwitch",
+                "LabelSet",
+                "LabelGoto",
+                "MemcpyAsync",
+                "Less",
+                "Add",
+            ],
+        );
+        assert_nested(&ge_compile(&g, "nested", ExecutorKind::Sequential), "loop");
+        let x = Value::Tensor(Tensor::from_vec(&[2], vec![1.0f32, 2.0]).unwrap());
+        let i0 = |v: f32| Value::Tensor(Tensor::from_vec(&[], vec![v]).unwrap());
+        let outs = agree_on_every_executor(&g, &[i0(0.0), x.clone()], op_type);
+        assert_eq!(floats(&outs[0]), vec![3.0], "{op_type}");
+        assert_eq!(floats(&outs[1]), vec![8.0, 16.0], "{op_type}");
+        // The condition false at once: the inputs come back.
+        let outs = agree_on_every_executor(&g, &[i0(5.0), x.clone()], op_type);
+        assert_eq!(floats(&outs[0]), vec![5.0], "{op_type}");
+        assert_eq!(floats(&outs[1]), vec![1.0, 2.0], "{op_type}");
+        // A fractional start: 2.5 → 3.5 after one iteration.
+        let outs = agree_on_every_executor(&g, &[i0(2.5), x], op_type);
+        assert_eq!(floats(&outs[0]), vec![3.5], "{op_type}");
+        assert_eq!(floats(&outs[1]), vec![2.0, 4.0], "{op_type}");
+    }
+}
+
+#[test]
+fn a_case_index_of_the_wrong_shape_is_an_error_naming_the_node() {
+    let g = ge_case(desc(DataType::Int32, &[2]));
+    let e = session("rts", None, ExecutorKind::Sequential)
+        .compile_graph(g)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`case`") && e.contains("branch_index") && e.contains("[2]"),
+        "{e}"
+    );
+    let g = ge_case(desc(DataType::Float, &[]));
+    let e = session("rts", None, ExecutorKind::Sequential)
+        .compile_graph(g)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    // A float index: refused by inference already, naming the node and the input.
+    assert!(
+        e.contains("`case`") && e.contains("branch_index") && e.contains("int32, int64"),
+        "{e}"
+    );
+}
+
+/// A real VAD model (Silero VAD 6.2.3 from its PyPI wheel, written into the com.microsoft suite
+/// by scripts/gen_ms_tests.py): If on the sample rate, nested Ifs and an LSTM per branch, the
+/// branch not taken unfit for the given window. Nested and rts give the same bytes on every
+/// executor, and onnxruntime's outputs, at both rates.
+#[test]
+fn silero_vad_agrees_between_nested_and_rts_and_with_onnxruntime() {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../build/ml-ms-tests/ms");
+    for rate in ["16k", "8k"] {
+        let dir = suite.join(format!("silero_vad_{rate}"));
+        if !dir.is_dir() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{} missing; CI must generate it (scripts/gen_ml_ms_tests.sh)",
+                dir.display()
+            );
+            eprintln!("note: no {}; skipped", dir.display());
+            continue;
+        }
+        let test = load_test(&dir).unwrap();
+        let set = &test.data_sets[0];
+        let want = compile(&dir, "nested", None, ExecutorKind::Sequential)
+            .run(&set.inputs)
+            .unwrap();
+        for (o, (e, w)) in set.outputs.iter().zip(&want).enumerate() {
+            compare_values(e, w, Tolerance::default())
+                .unwrap_or_else(|m| panic!("{rate} output {o} against onnxruntime: {m}"));
+        }
+        for executor in ExecutorKind::ALL {
+            let got = compile(&dir, "rts", None, executor)
+                .run(&set.inputs)
+                .unwrap();
+            same(&want, &got, &format!("silero {rate}, {executor}"));
+        }
+    }
 }
