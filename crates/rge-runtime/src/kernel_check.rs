@@ -39,9 +39,12 @@ fn check_ports(
     ports: &[PortDef],
     proto_params: &[(String, bool)],
     proto: &OpProto,
+    widest: usize,
 ) -> RuntimeResult<()> {
+    // A definition serving several versions may declare the widest one's ports (MaxPool 8's
+    // `Indices` over MaxPool 1 too): the count is checked against the widest in its range.
     let variadic = proto_params.last().is_some_and(|p| p.1);
-    if !variadic && ports.len() > proto_params.len() && !proto_params.is_empty() {
+    if !variadic && ports.len() > widest && !proto_params.is_empty() {
         return Err(bad(
             engine,
             def,
@@ -120,6 +123,8 @@ pub fn check_def(ops: &OpRegistry, engine: &str, def: &KernelDef) -> RuntimeResu
             ),
         ));
     }
+    let widest_in = in_range.iter().map(|p| p.inputs.len()).max().unwrap_or(0);
+    let widest_out = in_range.iter().map(|p| p.outputs.len()).max().unwrap_or(0);
     for proto in in_range {
         let inputs: Vec<(String, bool)> = proto
             .inputs
@@ -141,8 +146,16 @@ pub fn check_def(ops: &OpRegistry, engine: &str, def: &KernelDef) -> RuntimeResu
                 )
             })
             .collect();
-        check_ports(engine, def, "input", &def.inputs, &inputs, proto)?;
-        check_ports(engine, def, "output", &def.outputs, &outputs, proto)?;
+        check_ports(engine, def, "input", &def.inputs, &inputs, proto, widest_in)?;
+        check_ports(
+            engine,
+            def,
+            "output",
+            &def.outputs,
+            &outputs,
+            proto,
+            widest_out,
+        )?;
     }
     Ok(())
 }

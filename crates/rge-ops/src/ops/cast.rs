@@ -98,7 +98,11 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("Cast", v)
                 .sig("input:T1 -> output:T2")
-                .attrs("to:int!, saturate:int=1, round_mode:string=up")
+                .attrs(if v >= 24 {
+                    "to:int!, saturate:int=1, round_mode:string=up"
+                } else {
+                    "to:int!, saturate:int=1"
+                })
                 .tc("T1", ALL)
                 .tc("T2", ALL)
                 .infer(cast),
@@ -108,17 +112,38 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("CastLike", v)
                 .sig("input:T1, target_type:T2 -> output:T2")
-                .attrs("saturate:int=1, round_mode:string=up")
+                .attrs(match v {
+                    15 => "",
+                    19 | 21 | 23 => "saturate:int=1",
+                    _ => "saturate:int=1, round_mode:string=up",
+                })
                 .tc("T1", ALL)
                 .tc("T2", ALL)
                 .infer(cast_like),
         )?;
     }
     for v in [10, 13, 19, 21, 23, 28] {
+        // Per-axis from 13, `saturate` (float 8) from 19, blocked with `output_dtype` from
+        // 21, `precision` from 23; DequantizeLinear's `output_dtype` from 23.
+        let q_attrs = match v {
+            10 => "",
+            13 => "axis:int=1",
+            19 => "axis:int=1, saturate:int=1",
+            21 => "axis:int=1, saturate:int=1, block_size:int=0, output_dtype:int=0",
+            _ => {
+                "axis:int=1, saturate:int=1, block_size:int=0, output_dtype:int=0, precision:int=0"
+            }
+        };
+        let dq_attrs = match v {
+            10 => "",
+            13 | 19 => "axis:int=1",
+            21 => "axis:int=1, block_size:int=0",
+            _ => "axis:int=1, block_size:int=0, output_dtype:int=0",
+        };
         b.register(
             op("QuantizeLinear", v)
                 .sig("x:T1, y_scale:T2, y_zero_point?:T3 -> y:T3")
-                .attrs("axis:int=1, saturate:int=1, block_size:int=0, output_dtype:int=0, precision:int=0")
+                .attrs(q_attrs)
                 .tc("T1", ALL)
                 .tc("T2", ALL)
                 .tc("T3", QUANT)
@@ -127,7 +152,7 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("DequantizeLinear", v)
                 .sig("x:T1, x_scale:T2, x_zero_point?:T1 -> y:T3")
-                .attrs("axis:int=1, block_size:int=0, output_dtype:int=0")
+                .attrs(dq_attrs)
                 .tc("T1", QUANT)
                 .tc("T2", FLOATS)
                 .tc("T3", FLOATS)

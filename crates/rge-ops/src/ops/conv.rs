@@ -437,10 +437,16 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         )?;
     }
     for v in [8, 10, 11, 12, 22] {
+        // `ceil_mode` and `dilations` from 10 on.
+        let since_10 = if v >= 10 {
+            "ceil_mode:int=0, dilations:ints, "
+        } else {
+            ""
+        };
         b.register(
             op("MaxPool", v)
                 .sig("X:T -> Y:T, Indices?:I")
-                .attrs("auto_pad:string=NOTSET, ceil_mode:int=0, dilations:ints, kernel_shape:ints!, pads:ints, storage_order:int=0, strides:ints")
+                .attrs(&format!("auto_pad:string=NOTSET, {since_10}kernel_shape:ints!, pads:ints, storage_order:int=0, strides:ints"))
                 .tc("T", NUMERIC)
                 .tc("I", INT64)
                 .infer(pool)
@@ -448,20 +454,29 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         )?;
     }
     for v in [7, 10, 11, 19, 22] {
+        // `ceil_mode` from 10 on, `dilations` from 19 on.
+        let ceil = if v >= 10 { "ceil_mode:int=0, " } else { "" };
+        let dilations = if v >= 19 { "dilations:ints, " } else { "" };
         b.register(
             op("AveragePool", v)
                 .sig("X:T -> Y:T")
-                .attrs("auto_pad:string=NOTSET, ceil_mode:int=0, count_include_pad:int=0, dilations:ints, kernel_shape:ints!, pads:ints, strides:ints")
+                .attrs(&format!("auto_pad:string=NOTSET, {ceil}count_include_pad:int=0, {dilations}kernel_shape:ints!, pads:ints, strides:ints"))
                 .tc("T", FLOATS)
                 .infer(pool)
                 .format(FormatRule::Spatial),
         )?;
     }
     for v in [11, 18, 22] {
+        // `ceil_mode` and `dilations` from 18 on.
+        let since_18 = if v >= 18 {
+            "ceil_mode:int=0, dilations:ints, "
+        } else {
+            ""
+        };
         b.register(
             op("LpPool", v)
                 .sig("X:T -> Y:T")
-                .attrs("auto_pad:string=NOTSET, ceil_mode:int=0, dilations:ints, kernel_shape:ints!, p:int=2, pads:ints, strides:ints")
+                .attrs(&format!("auto_pad:string=NOTSET, {since_18}kernel_shape:ints!, p:int=2, pads:ints, strides:ints"))
                 .tc("T", FLOATS)
                 .infer(pool)
                 .format(FormatRule::Spatial),
@@ -512,7 +527,8 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("RoiAlign", v)
                 .sig("X:T1, rois:T1, batch_indices:T2 -> Y:T1")
-                .attrs("coordinate_transformation_mode:string=half_pixel, mode:string=avg, output_height:int=1, output_width:int=1, sampling_ratio:int=0, spatial_scale:float=1.0")
+                // `coordinate_transformation_mode` from 16 on (10 has no half-pixel offset).
+                .attrs(&format!("{}mode:string=avg, output_height:int=1, output_width:int=1, sampling_ratio:int=0, spatial_scale:float=1.0", if v >= 16 { "coordinate_transformation_mode:string=half_pixel, " } else { "" }))
                 .tc("T1", FLOATS)
                 .tc("T2", INT64)
                 .infer(roi_align)

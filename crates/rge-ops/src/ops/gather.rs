@@ -76,7 +76,7 @@ fn gather_nd(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     let (Some(d), Some(ix)) = (ctx.input(0)?.dims(), ctx.input(1)?.dims()) else {
         return all_unknown(ctx, dt);
     };
-    let b = ctx.attr_int("batch_dims")?;
+    let b = ctx.attr_int_opt("batch_dims")?.unwrap_or(0);
     let Some(&last) = ix.last() else {
         bail!("indices must have rank ≥ 1");
     };
@@ -158,7 +158,8 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("GatherND", v)
                 .sig("data:T, indices:I -> output:T")
-                .attrs("batch_dims:int=0")
+                // `batch_dims` from 12 on.
+                .attrs(if v >= 12 { "batch_dims:int=0" } else { "" })
                 .tc("T", ALL)
                 .tc("I", INT64)
                 .infer(gather_nd),
@@ -176,7 +177,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("ScatterElements", v)
                 .sig("data:T, indices:I, updates:T -> output:T")
-                .attrs("axis:int=0, reduction:string=none")
+                // `reduction` from 16 on (ScatterND's too).
+                .attrs(if v >= 16 {
+                    "axis:int=0, reduction:string=none"
+                } else {
+                    "axis:int=0"
+                })
                 .tc("T", ALL)
                 .tc("I", INT32_64)
                 .infer(scatter),
@@ -184,7 +190,7 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("ScatterND", v)
                 .sig("data:T, indices:I, updates:T -> output:T")
-                .attrs("reduction:string=none")
+                .attrs(if v >= 16 { "reduction:string=none" } else { "" })
                 .tc("T", ALL)
                 .tc("I", INT64)
                 .infer(scatter),

@@ -223,7 +223,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("Constant", v)
                 .sig("-> output:T")
-                .attrs("value:tensor, value_float:float, value_floats:floats, value_int:int, value_ints:ints, value_string:string, value_strings:strings, sparse_value:sparse_tensor")
+                // `sparse_value` from 11 on, the `value_*` forms from 12 on.
+                .attrs(match v {
+                    1 | 9 => "value:tensor",
+                    11 => "value:tensor, sparse_value:sparse_tensor",
+                    _ => "value:tensor, value_float:float, value_floats:floats, value_int:int, value_ints:ints, value_string:string, value_strings:strings, sparse_value:sparse_tensor",
+                })
                 .tc("T", ALL)
                 .infer(constant),
         )?;
@@ -256,12 +261,35 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     }
     for name in ["RandomUniformLike", "RandomNormalLike"] {
         for v in [1, 22] {
-            b.register(op(name, v).sig("input:T1 -> output:T2").attrs("dtype:int, high:float=1.0, low:float=0.0, mean:float=0.0, scale:float=1.0, seed:float").tc("T1", ALL).tc("T2", FLOATS).infer(like_input))?;
+            let dist = if name == "RandomUniformLike" {
+                "high:float=1.0, low:float=0.0"
+            } else {
+                "mean:float=0.0, scale:float=1.0"
+            };
+            b.register(
+                op(name, v)
+                    .sig("input:T1 -> output:T2")
+                    .attrs(&format!("dtype:int, {dist}, seed:float"))
+                    .tc("T1", ALL)
+                    .tc("T2", FLOATS)
+                    .infer(like_input),
+            )?;
         }
     }
     for name in ["RandomUniform", "RandomNormal"] {
         for v in [1, 22] {
-            b.register(op(name, v).sig("-> output:T").attrs("dtype:int=1, high:float=1.0, low:float=0.0, mean:float=0.0, scale:float=1.0, seed:float, shape:ints!").tc("T", FLOATS).infer(random))?;
+            let dist = if name == "RandomUniform" {
+                "high:float=1.0, low:float=0.0"
+            } else {
+                "mean:float=0.0, scale:float=1.0"
+            };
+            b.register(
+                op(name, v)
+                    .sig("-> output:T")
+                    .attrs(&format!("dtype:int=1, {dist}, seed:float, shape:ints!"))
+                    .tc("T", FLOATS)
+                    .infer(random),
+            )?;
         }
     }
     for v in [15, 22] {

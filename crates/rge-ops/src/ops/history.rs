@@ -98,11 +98,38 @@ pub(super) fn served(b: &OpRegistryBuilder, row: &Row) -> Option<Served> {
 }
 
 /// `base` re-dated to `row`'s version, with `row`'s attributes (the base's graph attributes
-/// kept: bodies are subgraphs, as the base declares them).
+/// kept: bodies are subgraphs, as the base declares them) and `row`'s arity: the base's
+/// trailing optional inputs the schema does not have are dropped, a port the base makes
+/// optional is required where the schema requires it (Gemm 6's `C`, GRU 1's `Y_h`), and its
+/// trailing optional outputs the schema does not have are dropped too (MaxPool 1 has no
+/// `Indices`). Variadic ports stay as the base declares them (If's outer-scope `captures`).
 fn like(base: &OpProto, row: &Row) -> OpProto {
+    use rge_ir::{IrInputKind as In, IrOutputKind as Out};
     let schema = row.schema_proto();
     let mut p = base.clone();
     p.since_version = row.since;
+    while p.inputs.len() > schema.inputs.len()
+        && p.inputs.last().is_some_and(|i| i.kind == In::Optional)
+    {
+        p.inputs.pop();
+    }
+    for (port, s) in p.inputs.iter_mut().zip(&schema.inputs) {
+        if port.kind == In::Optional && s.kind == In::Required {
+            port.kind = In::Required;
+        }
+    }
+    while p.outputs.len() > schema.outputs.len()
+        && p.outputs
+            .last()
+            .is_some_and(|o| o.optional && o.kind != Out::Dynamic)
+    {
+        p.outputs.pop();
+    }
+    for (port, s) in p.outputs.iter_mut().zip(&schema.outputs) {
+        if port.kind != Out::Dynamic && !s.optional {
+            port.optional = false;
+        }
+    }
     let graphs = base
         .attrs
         .iter()

@@ -251,9 +251,14 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         )?;
     }
     for v in [7, 9, 11, 13] {
+        // `C` is optional from 11 on.
         b.register(
             op("Gemm", v)
-                .sig("A:T, B:T, C?:T -> Y:T")
+                .sig(if v >= 11 {
+                    "A:T, B:T, C?:T -> Y:T"
+                } else {
+                    "A:T, B:T, C:T -> Y:T"
+                })
                 .attrs("alpha:float=1.0, beta:float=1.0, transA:int=0, transB:int=0")
                 .tc("T", NUMERIC)
                 .infer(gemm)

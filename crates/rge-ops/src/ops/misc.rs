@@ -448,10 +448,18 @@ fn causal_conv_with_state(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
+/// Attention `v`: `nonpad_kv_seqlen` from 24 on, `left_window_size`/`right_window_size` from
+/// 25 on.
 fn attention_proto(v: i64) -> OpProto {
+    let nonpad = if v >= 24 { ", nonpad_kv_seqlen?:I" } else { "" };
+    let windows = if v >= 25 {
+        ", left_window_size:int=-1, right_window_size:int=-1"
+    } else {
+        ""
+    };
     op("Attention", v)
-        .sig("Q:T1, K:T1, V:T2, attn_mask?:U, past_key?:T1, past_value?:T2, nonpad_kv_seqlen?:I -> Y:T1, present_key?:T1, present_value?:T2, qk_matmul_output?:T1")
-        .attrs("is_causal:int=0, kv_num_heads:int, q_num_heads:int, qk_matmul_output_mode:int=0, scale:float, softcap:float=0.0, softmax_precision:int, left_window_size:int=-1, right_window_size:int=-1")
+        .sig(&format!("Q:T1, K:T1, V:T2, attn_mask?:U, past_key?:T1, past_value?:T2{nonpad} -> Y:T1, present_key?:T1, present_value?:T2, qk_matmul_output?:T1"))
+        .attrs(&format!("is_causal:int=0, kv_num_heads:int, q_num_heads:int, qk_matmul_output_mode:int=0, scale:float, softcap:float=0.0, softmax_precision:int{windows}"))
         .tc("T1", FLOATS)
         .tc("T2", FLOATS)
         .tc("U", &[DataType::Bool, DataType::Float16, DataType::Float, DataType::Double, DataType::Bf16])
@@ -473,7 +481,11 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("TopK", v)
                 .sig("X:T, K:I -> Values:T, Indices:I")
-                .attrs("axis:int=-1, largest:int=1, sorted:int=1")
+                .attrs(if v >= 11 {
+                    "axis:int=-1, largest:int=1, sorted:int=1"
+                } else {
+                    "axis:int=-1"
+                })
                 .tc("T", NUMERIC)
                 .tc("I", INT64)
                 .infer(topk),
@@ -521,9 +533,16 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
             .format(FormatRule::Spatial),
     )?;
     for v in [11, 13] {
+        // Version 11 requires `roi` and `scales` (empty tensors when unused); 13 makes them
+        // optional.
+        let sig = if v >= 13 {
+            "X:T1, roi?:T2, scales?:F, sizes?:I -> Y:T1"
+        } else {
+            "X:T1, roi:T2, scales:F, sizes?:I -> Y:T1"
+        };
         b.register(
             op("Resize", v)
-                .sig("X:T1, roi?:T2, scales?:F, sizes?:I -> Y:T1")
+                .sig(sig)
                 .attrs("coordinate_transformation_mode:string=half_pixel, cubic_coeff_a:float=-0.75, exclude_outside:int=0, extrapolation_value:float=0.0, mode:string=nearest, nearest_mode:string=round_prefer_floor")
                 .tc("T1", ALL)
                 .tc("T2", FLOATS)

@@ -264,14 +264,33 @@ fn linear_classifier(ctx: &mut InferCtx<'_>) -> OpResult<()> {
 const TREE_NODES: &str = "nodes_falsenodeids:ints, nodes_featureids:ints, nodes_hitrates:floats, nodes_missing_value_tracks_true:ints, nodes_modes:strings, nodes_nodeids:ints, nodes_treeids:ints, nodes_truenodeids:ints, nodes_values:floats, post_transform:string=NONE, base_values:floats";
 const TREE_TENSORS: &str = ", base_values_as_tensor:tensor, nodes_hitrates_as_tensor:tensor, nodes_values_as_tensor:tensor";
 
+/// TreeEnsembleClassifier's attributes at version `v` (3 adds the `*_as_tensor` forms).
+fn tree_classifier_attrs(v: i64) -> String {
+    let (extra, weights) = if v >= 3 {
+        (TREE_TENSORS, ", class_weights_as_tensor:tensor")
+    } else {
+        ("", "")
+    };
+    format!("{TREE_NODES}{extra}, class_ids:ints, class_nodeids:ints, class_treeids:ints, class_weights:floats, classlabels_int64s:ints, classlabels_strings:strings{weights}")
+}
+
+/// TreeEnsembleRegressor's attributes at version `v` (3 adds the `*_as_tensor` forms).
+fn tree_regressor_attrs(v: i64) -> String {
+    let (extra, weights) = if v >= 3 {
+        (TREE_TENSORS, ", target_weights_as_tensor:tensor")
+    } else {
+        ("", "")
+    };
+    format!("{TREE_NODES}{extra}, aggregate_function:string=SUM, n_targets:int, target_ids:ints, target_nodeids:ints, target_treeids:ints, target_weights:floats{weights}")
+}
+
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     let labels = &[DataType::String, DataType::Int64][..];
     for v in [1, 3] {
-        let extra = if v == 3 { TREE_TENSORS } else { "" };
         b.register(
             ml("TreeEnsembleClassifier", v)
                 .sig("X:T1 -> Y:T2, Z:F")
-                .attrs(&format!("{TREE_NODES}{extra}, class_ids:ints, class_nodeids:ints, class_treeids:ints, class_weights:floats, classlabels_int64s:ints, classlabels_strings:strings{}", if v == 3 { ", class_weights_as_tensor:tensor" } else { "" }))
+                .attrs(&tree_classifier_attrs(v))
                 .tc("T1", ML_NUM)
                 .tc("T2", labels)
                 .tc("F", FLOAT32)
@@ -280,21 +299,31 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             ml("TreeEnsembleRegressor", v)
                 .sig("X:T -> Y:F")
-                .attrs(&format!("{TREE_NODES}{extra}, aggregate_function:string=SUM, n_targets:int, target_ids:ints, target_nodeids:ints, target_treeids:ints, target_weights:floats{}", if v == 3 { ", target_weights_as_tensor:tensor" } else { "" }))
+                .attrs(&tree_regressor_attrs(v))
                 .tc("T", ML_NUM)
                 .tc("F", FLOAT32)
                 .infer(tree_regressor),
         )?;
     }
-    // ai.onnx.ml 5 removed both (the schema history marks version 5 deprecated): a model
-    // importing it gets an error that names the replacement, as onnxruntime refuses it too.
-    for (op, sig) in [
-        ("TreeEnsembleClassifier", "X:T1 -> Y:T2, Z:F"),
-        ("TreeEnsembleRegressor", "X:T1 -> Y:F"),
+    // ai.onnx.ml 5 removed both (the schema history marks version 5 deprecated, with version
+    // 3's attributes): a model importing it gets an error that names the replacement, as
+    // onnxruntime refuses it too.
+    for (op, sig, attrs) in [
+        (
+            "TreeEnsembleClassifier",
+            "X:T1 -> Y:T2, Z:F",
+            tree_classifier_attrs(3),
+        ),
+        (
+            "TreeEnsembleRegressor",
+            "X:T1 -> Y:F",
+            tree_regressor_attrs(3),
+        ),
     ] {
         b.register(
             ml(op, 5)
                 .sig(sig)
+                .attrs(&attrs)
                 .tc("T1", ML_NUM)
                 .tc("T2", labels)
                 .tc("F", FLOAT32)

@@ -10,7 +10,7 @@ use super::conv::{conv, global_pool, pool};
 use super::util::fmt_dims;
 use crate::bail;
 use crate::ctx::InferCtx;
-use crate::error::{OpResult, OpsError};
+use crate::error::{OpError, OpResult, OpsError};
 use crate::proto::OpProto;
 use crate::registry::OpRegistryBuilder;
 
@@ -68,9 +68,18 @@ fn upsample(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     if s.len() != 4 {
         bail!("scales must have 4 values, got {}", s.len());
     }
+    if s.iter().any(|&k| k < 1) {
+        bail!("scales must be whole numbers ≥ 1, got {s:?}");
+    }
     let d = four_d(ctx)?.map_or([-1; 4], |d| [d[0], d[1], d[2], d[3]]);
-    let scaled = |v: i64, k: i64| if v < 0 { -1 } else { v * k };
-    let out: Vec<i64> = (0..4).map(|i| scaled(d[i], s[i])).collect();
+    let mut out = vec![-1; 4];
+    for i in 0..4 {
+        if d[i] >= 0 {
+            out[i] = d[i]
+                .checked_mul(s[i])
+                .ok_or_else(|| OpError(format!("dim {} × scale {} overflows", d[i], s[i])))?;
+        }
+    }
     ctx.set_output_dims(0, DataType::Float, &out);
     Ok(())
 }

@@ -165,7 +165,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("GroupNormalization", v)
                 .sig("X:T, scale:T, bias:T -> Y:T")
-                .attrs("epsilon:float=1e-5, num_groups:int!, stash_type:int=1")
+                // `stash_type` from 21 on.
+                .attrs(if v >= 21 {
+                    "epsilon:float=1e-5, num_groups:int!, stash_type:int=1"
+                } else {
+                    "epsilon:float=1e-5, num_groups:int!"
+                })
                 .tc("T", FLOATS)
                 .infer(same_shape)
                 .format(FormatRule::Spatial),

@@ -147,7 +147,11 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
             b.register(
                 op(name, v)
                     .sig("data:T -> reduced:I")
-                    .attrs("axis:int=0, keepdims:int=1, select_last_index:int=0")
+                    .attrs(if v >= 12 {
+                        "axis:int=0, keepdims:int=1, select_last_index:int=0"
+                    } else {
+                        "axis:int=0, keepdims:int=1"
+                    })
                     .tc("T", NUMERIC)
                     .tc("I", INT64)
                     .infer(arg_reduce),

@@ -330,7 +330,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     for v in [15, 18] {
         b.register(
             op("OptionalHasElement", v)
-                .sig("input?:O -> output:B")
+                // The input is optional from 18 on.
+                .sig(if v >= 18 {
+                    "input?:O -> output:B"
+                } else {
+                    "input:O -> output:B"
+                })
                 .tc("O", &[])
                 .tc("B", BOOL)
                 .infer(optional_has_element),

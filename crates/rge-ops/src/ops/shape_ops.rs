@@ -502,7 +502,7 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     b.register(
         op("Reshape", 1)
             .sig("data:T -> reshaped:T")
-            .attrs("shape:ints")
+            .attrs("consumed_inputs:ints, shape:ints")
             .tc("T", ALL)
             .infer(reshape_v1)
             .format(FormatRule::Nd),
@@ -511,7 +511,8 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("Reshape", v)
                 .sig("data:T, shape:I -> reshaped:T")
-                .attrs("allowzero:int=0")
+                // `allowzero` from 14 on.
+                .attrs(if v >= 14 { "allowzero:int=0" } else { "" })
                 .tc("T", ALL)
                 .tc("I", INT64)
                 .infer(reshape)

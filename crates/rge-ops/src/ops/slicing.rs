@@ -390,7 +390,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             op("DepthToSpace", v)
                 .sig("input:T -> output:T")
-                .attrs("blocksize:int!, mode:string=DCR")
+                // `mode` from 11 on (1 is DCR).
+                .attrs(if v >= 11 {
+                    "blocksize:int!, mode:string=DCR"
+                } else {
+                    "blocksize:int!"
+                })
                 .tc("T", ALL)
                 .infer(depth_to_space)
                 .format(FormatRule::Spatial),

@@ -194,7 +194,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
         b.register(
             ml("LabelEncoder", v)
                 .sig("X:T1 -> Y:T2")
-                .attrs("default_float:float=-0.0, default_int64:int=-1, default_string:string=_Unused, default_tensor:tensor, keys_floats:floats, keys_int64s:ints, keys_strings:strings, keys_tensor:tensor, values_floats:floats, values_int64s:ints, values_strings:strings, values_tensor:tensor")
+                // The `*_tensor` forms from 4 on.
+                .attrs(if v >= 4 {
+                    "default_float:float=-0.0, default_int64:int=-1, default_string:string=_Unused, default_tensor:tensor, keys_floats:floats, keys_int64s:ints, keys_strings:strings, keys_tensor:tensor, values_floats:floats, values_int64s:ints, values_strings:strings, values_tensor:tensor"
+                } else {
+                    "default_float:float=-0.0, default_int64:int=-1, default_string:string=_Unused, keys_floats:floats, keys_int64s:ints, keys_strings:strings, values_floats:floats, values_int64s:ints, values_strings:strings"
+                })
                 .tc("T1", ALL)
                 .tc("T2", ALL)
                 .infer(label_encoder),
@@ -218,7 +223,7 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     b.register(
         ml("TreeEnsemble", 5)
             .sig("X:T -> Y:T")
-            .attrs("aggregate_function:int=1, leaf_targetids:ints, leaf_weights:tensor, membership_values:tensor, n_targets:int!, nodes_falseleafs:ints, nodes_falsenodeids:ints, nodes_featureids:ints, nodes_modes:tensor, nodes_splits:tensor, nodes_trueleafs:ints, nodes_truenodeids:ints, post_transform:int=0, tree_roots:ints")
+            .attrs("aggregate_function:int=1, leaf_targetids:ints, leaf_weights:tensor, membership_values:tensor, n_targets:int!, nodes_falseleafs:ints, nodes_falsenodeids:ints, nodes_featureids:ints, nodes_hitrates:tensor, nodes_missing_value_tracks_true:ints, nodes_modes:tensor, nodes_splits:tensor, nodes_trueleafs:ints, nodes_truenodeids:ints, post_transform:int=0, tree_roots:ints")
             .tc("T", FLOATS)
             .infer(tree_ensemble)
             .format(FormatRule::Nd),
