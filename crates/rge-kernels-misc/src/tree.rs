@@ -1,5 +1,16 @@
 //! ai.onnx.ml TreeEnsemble (5): walks every tree for each row of X [N, F], aggregates the leaf
 //! weights per target (sum, average, min, max) and applies the post transform.
+//!
+//! Where the spec leaves room this follows onnxruntime, which the models are checked against:
+//! a target no leaf reached is 0 under every aggregate (MIN and MAX included; the ONNX
+//! reference starts them at the type's largest and smallest values); a float X is compared
+//! and summed in float, a double one in double; a tree whose root has both branches on one
+//! leaf id (`nodes_trueleafs` and `nodes_falseleafs` set) is the single leaf at the root's
+//! index. Where onnxruntime 1.32 departs from the spec, this keeps to the spec: post_transform
+//! 1 is SOFTMAX and 2 LOGISTIC (onnxruntime reads them the other way round), every post
+//! transform applies to a single target too (onnxruntime applies PROBIT alone there), and
+//! BRANCH_MEMBER tests exact membership (onnxruntime matches some non-integer values, 2.5 to
+//! a set holding 2). `nodes_hitrates` is checked for length and otherwise unused.
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
@@ -109,6 +120,14 @@ pub(crate) fn create_tree_ensemble(init: &KernelInit<'_>) -> KernelResult<Box<dy
     let true_leafs = ints(init, "nodes_trueleafs")?;
     let false_leafs = ints(init, "nodes_falseleafs")?;
     let missing = init.ints_or_empty("nodes_missing_value_tracks_true")?;
+    if let Some(h) = init.tensor_opt("nodes_hitrates")? {
+        if h.view().len() != splits.len() {
+            return Err(KernelError::attr(
+                "nodes_hitrates",
+                format!("has {} values for {} nodes", h.view().len(), splits.len()),
+            ));
+        }
+    }
     let leaf_targets = ints(init, "leaf_targetids")?;
     let leaf_weights = tensor_f64("leaf_weights")?;
     let roots = ints(init, "tree_roots")?;
@@ -210,7 +229,7 @@ pub(crate) fn create_tree_ensemble(init: &KernelInit<'_>) -> KernelResult<Box<dy
             let single_leaf =
                 true_leafs[r] != 0 && false_leafs[r] != 0 && true_ids[r] == false_ids[r];
             Ok(if single_leaf {
-                nodes[r].on_true
+                Next::Leaf(index(r as i64, n_leaves, "tree_roots")?)
             } else {
                 Next::Node(r)
             })
@@ -241,7 +260,7 @@ pub(crate) fn create_tree_ensemble(init: &KernelInit<'_>) -> KernelResult<Box<dy
 
 impl TreeEnsemble {
     /// The leaf a row reaches from `root`.
-    fn leaf(&self, row: &[f64], root: Next) -> KernelResult<usize> {
+    fn leaf(&self, row: &[f64], root: Next, narrow: bool) -> KernelResult<usize> {
         let mut at = root;
         for _ in 0..=self.nodes.len() {
             match at {
@@ -255,7 +274,11 @@ impl TreeEnsemble {
                             row.len()
                         ))
                     })?;
-                    let s = node.split;
+                    let s = if narrow {
+                        node.split as f32 as f64
+                    } else {
+                        node.split
+                    };
                     let cond = match node.cmp {
                         Cmp::Leq => x <= s,
                         Cmp::Lt => x < s,
@@ -263,7 +286,10 @@ impl TreeEnsemble {
                         Cmp::Gt => x > s,
                         Cmp::Eq => x == s,
                         Cmp::Neq => x != s,
-                        Cmp::Member => node.members.contains(&x),
+                        Cmp::Member => node
+                            .members
+                            .iter()
+                            .any(|&m| x == if narrow { m as f32 as f64 } else { m }),
                     } || (node.missing_true && x.is_nan());
                     at = if cond { node.on_true } else { node.on_false };
                 }
@@ -283,7 +309,8 @@ pub(crate) fn post_transform(post: PostTransform, row: &mut [f64]) {
             let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let mut sum = 0.0;
             for v in row.iter_mut() {
-                *v = if zero && *v == 0.0 {
+                // onnxruntime's SOFTMAX_ZERO leaves |v| <= 1e-7 at 0.
+                *v = if zero && v.abs() <= 1e-7 {
                     0.0
                 } else {
                     (*v - m).exp()
@@ -307,7 +334,7 @@ fn probit(p: f64) -> f64 {
     let v = 2.0 / (std::f64::consts::PI * 0.147) + 0.5 * l;
     let v2 = l / 0.147;
     let v3 = -v + (v * v - v2).sqrt();
-    std::f64::consts::SQRT_2 * sgn * (v3 - v).sqrt()
+    std::f64::consts::SQRT_2 * sgn * v3.sqrt()
 }
 
 impl Kernel for TreeEnsemble {
@@ -318,33 +345,34 @@ impl Kernel for TreeEnsemble {
             [f] => (1, *f),
             s => return Err(KernelError::invalid(format!("X must be [N, F], got {s:?}"))),
         };
-        let data = x.to_f64_vec()?;
         let dt = x.dtype();
-        let (lo, hi) = match dt {
-            DType::Float => (f32::MIN as f64, f32::MAX as f64),
-            DType::Float16 => (-65504.0, 65504.0),
-            _ => (f64::MIN, f64::MAX),
-        };
-        let init = match self.aggregate {
-            Aggregate::Sum | Aggregate::Average => 0.0,
-            Aggregate::Min => hi,
-            Aggregate::Max => lo,
-        };
+        // Float inputs are compared and summed in float (the splits and weights rounded to
+        // it), a double input in double.
+        let narrow = dt != DType::Double;
+        let round = |v: f64| if narrow { v as f32 as f64 } else { v };
+        let data: Vec<f64> = x.to_f64_vec()?.into_iter().map(round).collect();
         let nt = self.n_targets;
-        let mut out = vec![init; rows * nt];
+        let mut out = vec![0.0; rows * nt];
+        let mut has = vec![false; nt];
         let trees = self.roots.len() as f64;
         for r in 0..rows {
             let row = &data[r * feats..(r + 1) * feats];
             let acc = &mut out[r * nt..(r + 1) * nt];
+            has.fill(false);
             for &root in &self.roots {
-                let l = self.leaf(row, root)?;
-                let (t, w) = (self.leaf_targets[l], self.leaf_weights[l]);
-                match self.aggregate {
-                    Aggregate::Sum => acc[t] += w,
-                    Aggregate::Average => acc[t] += w / trees,
-                    Aggregate::Min => acc[t] = acc[t].min(w),
-                    Aggregate::Max => acc[t] = acc[t].max(w),
-                }
+                let l = self.leaf(row, root, narrow)?;
+                let (t, w) = (self.leaf_targets[l], round(self.leaf_weights[l]));
+                acc[t] = match (self.aggregate, has[t]) {
+                    (Aggregate::Sum | Aggregate::Average, _) => round(acc[t] + w),
+                    (_, false) => w,
+                    (Aggregate::Min, true) if w < acc[t] => w,
+                    (Aggregate::Max, true) if w > acc[t] => w,
+                    (Aggregate::Min | Aggregate::Max, true) => acc[t],
+                };
+                has[t] = true;
+            }
+            if self.aggregate == Aggregate::Average {
+                acc.iter_mut().for_each(|v| *v = round(*v / trees));
             }
             post_transform(self.post, acc);
         }

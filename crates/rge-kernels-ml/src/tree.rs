@@ -2,12 +2,15 @@
 //! checked and linked into trees when the kernel is built (lengths equal, every child inside
 //! its tree, no cycles), then each row walks every tree; leaves add their weights to the
 //! targets (classes), aggregated and post-transformed as onnxruntime does.
+//!
+//! As in onnxruntime, a double X is compared with the thresholds in double precision (the
+//! `*_as_tensor` attributes of opset 3 keep them double) and its scores are summed in double;
+//! every other input type is compared and summed in float, the thresholds rounded to float.
 
 use std::collections::HashMap;
 
-use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
+use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 
-use crate::input::rows;
 use crate::labels::Labels;
 use crate::post::{binary_scores, probit, Post, SecondClass};
 
@@ -44,13 +47,14 @@ fn mode(s: &str) -> KernelResult<Mode> {
 struct Node {
     mode: Mode,
     feature: usize,
-    value: f32,
+    /// The threshold as written (float attributes widened, `_as_tensor` ones as is).
+    value: f64,
     missing_true: bool,
     /// Indices into the node array.
     yes: usize,
     no: usize,
     /// (target or class, weight) of a leaf.
-    weights: Vec<(usize, f32)>,
+    weights: Vec<(usize, f64)>,
 }
 
 /// The linked trees: nodes and each tree's root.
@@ -60,20 +64,82 @@ struct Forest {
     max_feature: usize,
 }
 
-/// Floats from `name` or `name_as_tensor` (opset 3).
-fn floats(init: &KernelInit<'_>, name: &str) -> KernelResult<Vec<f32>> {
+/// Values from `name` (floats) or `name_as_tensor` (opset 3, double), at full precision.
+fn floats(init: &KernelInit<'_>, name: &str) -> KernelResult<Vec<f64>> {
     if let Some(v) = init.floats_opt(name)? {
-        return Ok(v.to_vec());
+        return Ok(v.iter().map(|&v| f64::from(v)).collect());
     }
     match init.tensor_opt(&format!("{name}_as_tensor"))? {
-        Some(t) => Ok(t
-            .view()
-            .to_f64_vec()?
-            .into_iter()
-            .map(|v| v as f32)
-            .collect()),
+        Some(t) => t.view().to_f64_vec(),
         None => Ok(Vec::new()),
     }
+}
+
+/// The precision a row is compared and summed in: f32, or f64 for a double X.
+trait Num: Copy + PartialOrd + std::ops::Add<Output = Self> {
+    const ZERO: Self;
+    fn of(v: f64) -> Self;
+    fn is_nan(self) -> bool;
+    fn to_f32(self) -> f32;
+    fn to_f64(self) -> f64;
+}
+
+impl Num for f32 {
+    const ZERO: Self = 0.0;
+    fn of(v: f64) -> Self {
+        v as f32
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Num for f64 {
+    const ZERO: Self = 0.0;
+    fn of(v: f64) -> Self {
+        v
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+/// X, [F] (one row) or [N, F]: (N, F, values) in f64 for a double X, else in f32 (ints and
+/// float16 converted, as onnxruntime does).
+enum Rows {
+    F32(usize, usize, Vec<f32>),
+    F64(usize, usize, Vec<f64>),
+}
+
+fn rows(ctx: &KernelCtx<'_>) -> KernelResult<Rows> {
+    let x = ctx.input(0)?;
+    let (n, f) = match *x.shape() {
+        [f] => (1, f),
+        [n, f] => (n, f),
+        ref s => {
+            return Err(KernelError::invalid(format!(
+                "X must be [N, F] or [F], got {s:?}"
+            )))
+        }
+    };
+    let v = x.to_f64_vec()?;
+    Ok(if x.dtype() == DType::Double {
+        Rows::F64(n, f, v)
+    } else {
+        Rows::F32(n, f, v.into_iter().map(|v| v as f32).collect())
+    })
 }
 
 /// `prefix` is "target" or "class"; targets/classes must be below `outputs`.
@@ -256,20 +322,21 @@ impl Forest {
         Ok(())
     }
 
-    fn leaf(&self, root: usize, x: &[f32]) -> &Node {
+    fn leaf<T: Num>(&self, root: usize, x: &[T]) -> &Node {
         let mut node = &self.nodes[root];
         while node.mode != Mode::Leaf {
             let v = x[node.feature];
             let go = if v.is_nan() && node.missing_true {
                 true
             } else {
+                let s = T::of(node.value);
                 match node.mode {
-                    Mode::Leq => v <= node.value,
-                    Mode::Lt => v < node.value,
-                    Mode::Gte => v >= node.value,
-                    Mode::Gt => v > node.value,
-                    Mode::Eq => v == node.value,
-                    Mode::Neq => v != node.value,
+                    Mode::Leq => v <= s,
+                    Mode::Lt => v < s,
+                    Mode::Gte => v >= s,
+                    Mode::Gt => v > s,
+                    Mode::Eq => v == s,
+                    Mode::Neq => v != s,
                     Mode::Leaf => unreachable!("loop ends at leaves"),
                 }
             };
@@ -301,7 +368,7 @@ struct TreeRegressor {
     forest: Forest,
     targets: usize,
     aggregate: Aggregate,
-    base: Vec<f32>,
+    base: Vec<f64>,
     post: Post,
 }
 
@@ -341,47 +408,60 @@ pub(crate) fn tree_ensemble_regressor(init: &KernelInit<'_>) -> KernelResult<Box
     }))
 }
 
-impl Kernel for TreeRegressor {
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
-        let (n, f, x) = rows(ctx)?;
+impl TreeRegressor {
+    /// The aggregated scores of each row, base values added, before the post transform.
+    fn scores<T: Num>(&self, n: usize, f: usize, x: &[T]) -> KernelResult<Vec<f32>> {
         self.forest.check_features(f)?;
         let t = self.targets;
-        let trees = self.forest.roots.len() as f32;
+        let trees = self.forest.roots.len() as f64;
         let mut out = Vec::with_capacity(n * t);
         for r in 0..n {
             let xr = &x[r * f..(r + 1) * f];
-            let mut acc = vec![0f32; t];
+            let mut acc = vec![T::ZERO; t];
             let mut has = vec![false; t];
             for &root in &self.forest.roots {
                 let leaf = self.forest.leaf(root, xr);
                 // Weights of one leaf add up; trees combine by the aggregate.
-                let mut this = vec![None::<f32>; t];
+                let mut this = vec![None::<T>; t];
                 for &(id, w) in &leaf.weights {
-                    *this[id].get_or_insert(0.0) += w;
+                    let s = this[id].get_or_insert(T::ZERO);
+                    *s = *s + T::of(w);
                 }
                 for (k, v) in this.into_iter().enumerate() {
                     let Some(v) = v else { continue };
                     acc[k] = match (self.aggregate, has[k]) {
-                        (Aggregate::Min, true) => acc[k].min(v),
-                        (Aggregate::Max, true) => acc[k].max(v),
+                        (Aggregate::Min, true) if v < acc[k] => v,
+                        (Aggregate::Max, true) if v > acc[k] => v,
+                        (Aggregate::Min | Aggregate::Max, true) => acc[k],
                         (Aggregate::Min | Aggregate::Max, false) => v,
                         _ => acc[k] + v,
                     };
                     has[k] = true;
                 }
             }
-            let mut row: Vec<f32> = acc
-                .iter()
-                .enumerate()
-                .map(|(k, &v)| {
-                    let v = if let Aggregate::Average = self.aggregate {
-                        v / trees
-                    } else {
-                        v
-                    };
-                    v + self.base.get(k).copied().unwrap_or(0.0)
-                })
-                .collect();
+            out.extend(acc.iter().enumerate().map(|(k, &v)| {
+                let v = if let Aggregate::Average = self.aggregate {
+                    T::of(v.to_f64() / trees)
+                } else {
+                    v
+                };
+                (v + T::of(self.base.get(k).copied().unwrap_or(0.0))).to_f32()
+            }));
+        }
+        Ok(out)
+    }
+}
+
+impl Kernel for TreeRegressor {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let (n, scores) = match rows(ctx)? {
+            Rows::F32(n, f, x) => (n, self.scores(n, f, &x)?),
+            Rows::F64(n, f, x) => (n, self.scores(n, f, &x)?),
+        };
+        let t = self.targets;
+        let mut out = Vec::with_capacity(n * t);
+        for row in scores.chunks(t) {
+            let mut row = row.to_vec();
             if t >= 2 {
                 self.post.apply_row(&mut row);
             } else if self.post == Post::Probit {
@@ -413,7 +493,10 @@ pub(crate) fn tree_ensemble_classifier(init: &KernelInit<'_>) -> KernelResult<Bo
         ));
     }
     let forest = forest(init, "class", classes)?;
-    let base = floats(init, "base_values")?;
+    let base: Vec<f32> = floats(init, "base_values")?
+        .into_iter()
+        .map(|v| v as f32)
+        .collect();
     if !base.is_empty() && base.len() != classes && !(classes == 2 && base.len() == 1) {
         return Err(KernelError::attr(
             "base_values",
@@ -440,23 +523,40 @@ pub(crate) fn tree_ensemble_classifier(init: &KernelInit<'_>) -> KernelResult<Bo
     }))
 }
 
-impl Kernel for TreeClassifier {
-    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
-        let (n, f, x) = rows(ctx)?;
+impl TreeClassifier {
+    /// Each row's summed class weights and whether any leaf voted for the class.
+    fn sums<T: Num>(&self, n: usize, f: usize, x: &[T]) -> KernelResult<Vec<(f32, bool)>> {
         self.forest.check_features(f)?;
         let c = self.labels.len();
-        let mut picks = Vec::with_capacity(n);
         let mut out = Vec::with_capacity(n * c);
         for r in 0..n {
             let xr = &x[r * f..(r + 1) * f];
-            let mut scores = vec![0f32; c];
+            let mut scores = vec![T::ZERO; c];
             let mut has = vec![false; c];
             for &root in &self.forest.roots {
                 for &(id, w) in &self.forest.leaf(root, xr).weights {
-                    scores[id] += w;
+                    scores[id] = scores[id] + T::of(w);
                     has[id] = true;
                 }
             }
+            out.extend(scores.iter().zip(has).map(|(s, h)| (s.to_f32(), h)));
+        }
+        Ok(out)
+    }
+}
+
+impl Kernel for TreeClassifier {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        let (n, sums) = match rows(ctx)? {
+            Rows::F32(n, f, x) => (n, self.sums(n, f, &x)?),
+            Rows::F64(n, f, x) => (n, self.sums(n, f, &x)?),
+        };
+        let c = self.labels.len();
+        let mut picks = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n * c);
+        for row in sums.chunks(c) {
+            let mut scores: Vec<f32> = row.iter().map(|p| p.0).collect();
+            let mut has: Vec<bool> = row.iter().map(|p| p.1).collect();
             if c > 2 {
                 for (k, b) in self.base.iter().enumerate() {
                     scores[k] += b;
