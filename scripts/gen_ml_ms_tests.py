@@ -8,7 +8,8 @@ expected outputs computed by onnxruntime itself:
   skl2onnx does not emit.
 - `ms`: single-op graphs of the com.microsoft ops that onnxruntime's quantization and
   transformer tools emit, whole small BERT-like, GPT-2-like and CNN graphs after onnxruntime's
-  own graph optimizations (`optimized_model_filepath`), and real OCR models from a PyPI wheel.
+  own graph optimizations (`optimized_model_filepath`) and after its transformer optimizer, and
+  real OCR models from a PyPI wheel.
 
 usage: python gen_ml_ms_tests.py OUT_DIR
 """
@@ -22,7 +23,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from gen_ml_tests import ml_tests
-from gen_ms_tests import ms_tests, optimized_tests, wheel_model_tests
+from gen_ms_tests import ms_tests, optimized_tests, transformer_optimizer_tests, wheel_model_tests
 
 RNG = np.random.default_rng(20)
 
@@ -110,7 +111,7 @@ def main() -> None:
                 print(f"skipped {suite}/{name}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         counts[suite] = made
     made = 0
-    for tests in (optimized_tests, wheel_model_tests):
+    for tests in (optimized_tests, transformer_optimizer_tests, wheel_model_tests):
         for name, model, feeds, outputs in tests(RNG, out):
             write_test(os.path.join(out, "ms"), name, model, feeds, outputs)
             made += 1

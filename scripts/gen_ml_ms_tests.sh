@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PINS="onnx==1.23.2 onnxruntime==1.32.0 scikit-learn==1.7.2 skl2onnx==1.20.0 numpy==2.4.6"
+# sympy: onnxruntime.transformers.optimizer (its symbolic shape inference) needs it.
+PINS="onnx==1.23.2 onnxruntime==1.32.0 scikit-learn==1.7.2 skl2onnx==1.20.0 numpy==2.4.6 sympy==1.14.0"
 PYTHON="${PYTHON:-python3}"
 VENV=build/mlvenv
 OUT="${RGE_ML_MS_TESTS_OUT:-build/ml-ms-tests}"
@@ -25,12 +26,13 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
-WANT="('1.23.2', '1.32.0', '1.7.2', '1.20.0', '2.4.6')"
-if ! "$VENV/bin/python" -c "import onnx, onnxruntime, sklearn, skl2onnx, numpy, sys; sys.exit((onnx.__version__, onnxruntime.__version__, sklearn.__version__, skl2onnx.__version__, numpy.__version__) != $WANT)" 2>/dev/null; then
+WANT="('1.23.2', '1.32.0', '1.7.2', '1.20.0', '2.4.6', '1.14.0')"
+if ! "$VENV/bin/python" -c "import onnx, onnxruntime, sklearn, skl2onnx, numpy, sympy, sys; sys.exit((onnx.__version__, onnxruntime.__version__, sklearn.__version__, skl2onnx.__version__, numpy.__version__, sympy.__version__) != $WANT)" 2>/dev/null; then
   # shellcheck disable=SC2086
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $PINS
 fi
 rm -rf "$OUT"
 mkdir -p "$OUT"
-"$VENV/bin/python" -W ignore scripts/gen_ml_ms_tests.py "$OUT" 2>/dev/null
+# Warnings are off; errors (a case the generator cannot build) stay visible and stop the run.
+"$VENV/bin/python" -W ignore scripts/gen_ml_ms_tests.py "$OUT"
 echo "$VERSIONS" > "$STAMP"

@@ -110,6 +110,23 @@ def _fusions(rng):
         [("query", xa), ("key", _f(rng, 2, 6, 8)), ("value", _f(rng, 2, 6, 8)), ("bias", _f(rng, 24)),
          ("key_padding_mask", np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], np.int32))],
         [("output", F)], consts={"bias"}, num_heads=2)
+    # Past state (GPT-2-style decoding: 4 cached positions, 3 new ones), own generator so the
+    # other cases' inputs stay as they were.
+    prng = np.random.default_rng(7)
+    xp, wp, bp = _f(prng, 2, 3, 8), (_f(prng, 8, 24) * 0.3).astype(np.float32), _f(prng, 24)
+    keep7 = np.array([[1, 1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1, 0]], np.int32)
+    yield "attention_past_unidirectional", *single(
+        "Attention", [("input", xp), ("weights", wp), ("bias", bp), ("mask_index", keep7), ("past", _f(prng, 2, 2, 2, 4, 4))],
+        [("output", F), ("present", F)], consts={"weights", "bias"}, num_heads=2, unidirectional=1)
+    yield "attention_past", *single(
+        "Attention", [("input", xp), ("weights", wp), ("bias", bp), ("mask_index", None), ("past", _f(prng, 2, 2, 2, 4, 4))],
+        [("output", F), ("present", F)], consts={"weights", "bias"}, num_heads=2)
+    yield "multi_head_attention_past", *single(
+        "MultiHeadAttention",
+        [("query", xp), ("key", _f(prng, 2, 3, 8)), ("value", _f(prng, 2, 3, 8)), ("bias", None),
+         ("key_padding_mask", keep7), ("attention_bias", None),
+         ("past_key", _f(prng, 2, 2, 4, 4)), ("past_value", _f(prng, 2, 2, 4, 4))],
+        [("output", F), ("present_key", F), ("present_value", F)], num_heads=2, unidirectional=1)
     yield "group_query_attention", *single(
         "GroupQueryAttention",
         [("query", _f(rng, 1, 3, 32)), ("key", _f(rng, 1, 3, 16)), ("value", _f(rng, 1, 3, 16)),
@@ -269,9 +286,12 @@ def _layer_norm(x, g, b, out):
     return helper.make_node("LayerNormalization", [x, g, b], [out], axis=-1, epsilon=1e-5)
 
 
-def _transformer(rng, causal):
+def _transformer(rng, causal, torch_style=False):
     """A one-layer transformer encoder (BERT-like) or decoder (GPT-2-like) block written with
-    default-domain ops, as exporters write them."""
+    default-domain ops, as exporters write them. `torch_style` (BERT): the embeddings and the
+    mask as PyTorch's BERT export writes them (word, token-type and sliced position Gathers;
+    two Unsqueezes, then the Cast), the forms onnxruntime's transformer optimizer fuses into
+    EmbedLayerNormalization and Attention."""
     b, s, h, heads = 2, 5, 16, 2
     d = h // heads
     inits = {}
@@ -284,10 +304,24 @@ def _transformer(rng, causal):
         inits[name] = np.array(v)
         return name
 
-    nodes = [
-        helper.make_node("Gather", [w("wte", 20, h), "input_ids"], ["tok"]),
-        helper.make_node("Add", ["tok", w("wpe", s, h)], ["emb"]),
-    ]
+    if torch_style and not causal:
+        nodes = [
+            helper.make_node("Gather", [w("wte", 20, h), "input_ids"], ["tok"]),
+            helper.make_node("Gather", [w("wtt", 2, h), "token_type_ids"], ["typ"]),
+            helper.make_node("Add", ["tok", "typ"], ["tok_typ"]),
+            helper.make_node("Shape", ["input_ids"], ["ids_shape"]),
+            helper.make_node("Gather", ["ids_shape", c("one_i", np.array(1, np.int64))], ["seq_len"], axis=0),
+            helper.make_node("Unsqueeze", ["seq_len", c("ax0", np.array([0], np.int64))], ["seq_end"]),
+            helper.make_node("Slice", [c("position_ids", np.arange(16, dtype=np.int64)[None]), c("zero_i", np.array([0], np.int64)),
+                                       "seq_end", c("ax1_s", np.array([1], np.int64)), c("step1", np.array([1], np.int64))], ["pos_ids"]),
+            helper.make_node("Gather", [w("wpe", 16, h), "pos_ids"], ["pos"]),
+            helper.make_node("Add", ["tok_typ", "pos"], ["emb"]),
+        ]
+    else:
+        nodes = [
+            helper.make_node("Gather", [w("wte", 20, h), "input_ids"], ["tok"]),
+            helper.make_node("Add", ["tok", w("wpe", s, h)], ["emb"]),
+        ]
     ln = "emb"
     if not causal:
         nodes.append(_layer_norm("emb", w("ln0_g", h), w("ln0_b", h), "x0"))
@@ -312,8 +346,14 @@ def _transformer(rng, causal):
         nodes.append(helper.make_node("Add", ["qks", c("causal", tri)], ["qkm"]))
     else:
         # The attention mask, as BERT exporters write it: (1 - mask) * -10000 added to the scores.
+        if torch_style:
+            nodes += [
+                helper.make_node("Unsqueeze", ["attention_mask", c("ax1", np.array([1], np.int64))], ["m3"]),
+                helper.make_node("Unsqueeze", ["m3", c("ax2", np.array([2], np.int64))], ["m4"]),
+            ]
+        else:
+            nodes.append(helper.make_node("Unsqueeze", ["attention_mask", c("ax12", np.array([1, 2], np.int64))], ["m4"]))
         nodes += [
-            helper.make_node("Unsqueeze", ["attention_mask", c("ax12", np.array([1, 2], np.int64))], ["m4"]),
             helper.make_node("Cast", ["m4"], ["mf"], to=F),
             helper.make_node("Sub", [c("one", np.array(1.0, np.float32)), "mf"], ["inv"]),
             helper.make_node("Mul", ["inv", c("neg", np.array(-10000.0, np.float32))], ["madd"]),
@@ -347,9 +387,18 @@ def _transformer(rng, causal):
             helper.make_node("Mul", ["t1", c("k1", np.array(np.sqrt(2 / np.pi), np.float32))], ["t2"]),
             helper.make_node("Tanh", ["t2"], ["t3"]),
             helper.make_node("Add", ["t3", c("one_g", np.array(1.0, np.float32))], ["t4"]),
-            helper.make_node("Mul", ["f1b", "t4"], ["t5"]),
-            helper.make_node("Mul", ["t5", c("half", np.array(0.5, np.float32))], ["act"]),
         ]
+        if torch_style:
+            # 0.5·x first, as the GPT-2 exports write it: the form fused into FastGelu.
+            nodes += [
+                helper.make_node("Mul", ["f1b", c("half", np.array(0.5, np.float32))], ["t5"]),
+                helper.make_node("Mul", ["t5", "t4"], ["act"]),
+            ]
+        else:
+            nodes += [
+                helper.make_node("Mul", ["f1b", "t4"], ["t5"]),
+                helper.make_node("Mul", ["t5", c("half", np.array(0.5, np.float32))], ["act"]),
+            ]
     else:
         # BERT's erf GELU.
         nodes += [
@@ -368,6 +417,9 @@ def _transformer(rng, causal):
     nodes.append(_layer_norm(last, w("lnf_g", h), w("lnf_b", h), "hidden"))
     inputs = [helper.make_tensor_value_info("input_ids", I64, [b, s])]
     feeds = {"input_ids": rng.integers(0, 20, size=(b, s)).astype(np.int64)}
+    if torch_style and not causal:
+        inputs.append(helper.make_tensor_value_info("token_type_ids", I64, [b, s]))
+        feeds["token_type_ids"] = np.array([[0, 0, 0, 1, 1], [0, 0, 1, 1, 1]], np.int64)
     if not causal:
         inputs.append(helper.make_tensor_value_info("attention_mask", I64, [b, s]))
         feeds["attention_mask"] = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int64)
@@ -486,12 +538,43 @@ def optimized_tests(rng, out):
         yield name, opt, feeds, want
 
 
+def transformer_optimizer_tests(rng, out):
+    """The BERT-like and GPT-2-like graphs, written as PyTorch exports write them, through
+    onnxruntime's transformer optimizer (`onnxruntime.transformers.optimizer.optimize_model`,
+    the Python fusions, as users run it before deployment): the BERT comes out as
+    EmbedLayerNormalization, Attention (with its mask as a mask index), SkipLayerNormalization
+    and BiasGelu, the GPT-2 as SkipLayerNormalization and FastGelu (the optimizer fuses GPT-2's
+    attention only in exports with past state). Expected: onnxruntime's outputs of the optimized
+    model, checked here against its outputs of the original."""
+    from onnxruntime.transformers import optimizer
+
+    tmp = os.path.join(out, "ort-transformers")
+    os.makedirs(tmp, exist_ok=True)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want_ops = {"bert": {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"},
+                "gpt2": {"SkipLayerNormalization", "FastGelu"}}
+    for causal, kind in ((False, "bert"), (True, "gpt2")):
+        model, feeds = _transformer(rng, causal, torch_style=True)
+        src = os.path.join(tmp, kind + ".onnx")
+        onnx.save(model, src)
+        opt = optimizer.optimize_model(src, model_type=kind, num_heads=2, hidden_size=16, opt_level=0).model
+        fused = {n.op_type for n in opt.graph.node if n.domain == MS}
+        assert want_ops[kind] <= fused, f"{kind}: onnxruntime's optimizer fused only {sorted(fused)}"
+        run = lambda m: ort.InferenceSession(m.SerializeToString(), plain, providers=["CPUExecutionProvider"]).run(None, feeds)
+        want = run(opt)
+        for a, b in zip(want, run(model)):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+        yield f"ort_transformers_optimized_{kind}_like", opt, feeds, want
+
+
 def wheel_model_tests(rng, out):
-    """Real models from a PyPI wheel (ddddocr 1.6.1's OCR models): the float CRNN recognizer
+    """Real models from PyPI wheels. ddddocr 1.6.1's OCR models: the float CRNN recognizer
     and detector whole, and the DynamicQuantizeLSTM of its int8 recognizer (`common_old`) on
     the activations onnxruntime computes for it. The int8 model whole is not a test: its
     DynamicQuantizeLinear steps turn 1-ulp differences of Sigmoid into quantization steps, so
-    its logits differ from onnxruntime's by up to about 1% (the recognized text is the same)."""
+    its logits differ from onnxruntime's by up to about 1% (the recognized text is the same).
+    Silero VAD 6.2.3's model at both of its sample rates."""
     import shutil
     import subprocess
     import zipfile
@@ -533,3 +616,20 @@ def wheel_model_tests(rng, out):
     model = helper.make_model(graph, opset_imports=old.opset_import, ir_version=old.ir_version)
     feeds = {names[0]: x, names[1]: state, names[2]: state}
     yield "ddddocr_common_old_dynamic_quantize_lstm", model, feeds, run(model, feeds)[:1]
+
+    # Silero VAD 6.2.3's model (MIT): If on the sample rate, with nested Ifs and an LSTM in
+    # each branch; the branch not taken does not fit the other rate's window (a shape error
+    # there is not the model's). Both rates, with a carried state.
+    tmp = os.path.join(out, "wheels")
+    os.makedirs(tmp, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--disable-pip-version-check",
+                    "silero-vad==6.2.3", "-d", tmp], check=True)
+    wheel = [f for f in os.listdir(tmp) if f.startswith("silero_vad") and f.endswith(".whl")][0]
+    with zipfile.ZipFile(os.path.join(tmp, wheel)) as z:
+        vad = onnx.load_from_string(z.read("silero_vad/data/silero_vad.onnx"))
+    shutil.rmtree(tmp)
+    for rate, window in ((16000, 512), (8000, 256)):
+        feeds = {"input": (rng.standard_normal((1, window)) * 0.1).astype(np.float32),
+                 "state": (rng.standard_normal((2, 1, 128)) * 0.1).astype(np.float32),
+                 "sr": np.array(rate, np.int64)}
+        yield f"silero_vad_{rate // 1000}k", vad, feeds, run(vad, feeds)

@@ -195,12 +195,10 @@ impl Kernel for Attention {
                 x_t.shape()
             )));
         };
-        for i in [4, 6] {
-            if ctx.opt_input(i)?.is_some() {
-                return Err(KernelError::unsupported(
-                    "Attention with past state (past, past_sequence_length)",
-                ));
-            }
+        if ctx.opt_input(6)?.is_some() {
+            return Err(KernelError::unsupported(
+                "Attention with past_sequence_length (a shared past/present buffer)",
+            ));
         }
         let x = f32s(ctx, 0)?;
         let w_t = ctx.input(1)?;
@@ -244,9 +242,28 @@ impl Kernel for Attention {
         let n = self.heads;
         let (h, hv) = (dq / n, dv / n);
         let q = to_heads(&split(0, dq), b, s, n, h);
-        let k = to_heads(&split(dq, dk), b, s, n, h);
-        let v = to_heads(&split(dq + dk, dv), b, s, n, hv);
-        let mask = Mask::parse(ctx.opt_input(3)?, b, s)?;
+        let mut k = to_heads(&split(dq, dk), b, s, n, h);
+        let mut v = to_heads(&split(dq + dk, dv), b, s, n, hv);
+        // The past keys and values [2, B, N, P, h] go before this step's: P + S keys in all.
+        let mut p = 0;
+        if let Some(past_t) = ctx.opt_input(4)? {
+            let shape = past_t.shape().to_vec();
+            match shape[..] {
+                [2, pb, pn, pp, ph] if pb == b && pn == n && ph == h && hv == h => p = pp,
+                _ => {
+                    return Err(KernelError::invalid(format!(
+                        "past is {shape:?}; it must be [2, {b}, {n}, past_sequence, {h}] (and the \
+                         value head size {hv} equal to the key's)"
+                    )))
+                }
+            }
+            let past = floats(&past_t, 4)?;
+            let (pk, pv) = past.split_at(past.len() / 2);
+            k = prepend_past(pk, &k, b * n, p * h, s * h);
+            v = prepend_past(pv, &v, b * n, p * h, s * h);
+        }
+        let l = p + s;
+        let mask = Mask::parse(ctx.opt_input(3)?, b, l)?;
         let attn_bias = opt_f32s(ctx, 5)?;
         let bias_at = attention_bias(
             attn_bias.as_deref(),
@@ -254,11 +271,12 @@ impl Kernel for Attention {
             b,
             n,
             s,
-            s,
+            l,
         )?;
         let (causal, filter) = (self.causal, self.filter);
         let score = |bi: usize, ni: usize, i: usize, j: usize| -> Option<f32> {
-            if causal && j > i {
+            // Query i is position p + i: it sees every past key and this step's up to itself.
+            if causal && j > p + i {
                 return None;
             }
             let m = if mask.masked(bi, j) { filter } else { 0.0 };
@@ -272,7 +290,7 @@ impl Kernel for Attention {
             n,
             nk: n,
             s,
-            l: s,
+            l,
             h,
             hv,
         };
@@ -281,10 +299,26 @@ impl Kernel for Attention {
         if ctx.output_used(1) {
             let mut present = k;
             present.extend_from_slice(&v);
-            put_f32(ctx, 1, &[2, b, n, s, h], present)?;
+            put_f32(ctx, 1, &[2, b, n, l, h], present)?;
         }
         Ok(())
     }
+}
+
+/// Per (batch, head) block: `past` rows (`past_len` floats each block) then `new` rows.
+fn prepend_past(
+    past: &[f32],
+    new: &[f32],
+    blocks: usize,
+    past_len: usize,
+    new_len: usize,
+) -> Vec<f32> {
+    let mut out = Vec::with_capacity(blocks * (past_len + new_len));
+    for i in 0..blocks {
+        out.extend_from_slice(&past[i * past_len..(i + 1) * past_len]);
+        out.extend_from_slice(&new[i * new_len..(i + 1) * new_len]);
+    }
+    out
 }
 
 /// A bias lookup by (batch, head, query, key).
@@ -349,11 +383,11 @@ impl Kernel for MultiHeadAttention {
         let (Some(k_t), Some(v_t)) = (ctx.opt_input(1)?, ctx.opt_input(2)?) else {
             return Err(KernelError::unsupported("packed QKV (no key/value inputs)"));
         };
-        for i in [6, 7, 8, 9] {
+        for (i, what) in [(8, "past_sequence_length"), (9, "cache_indirection")] {
             if ctx.opt_input(i)?.is_some() {
-                return Err(KernelError::unsupported(
-                    "MultiHeadAttention with past state",
-                ));
+                return Err(KernelError::unsupported(format!(
+                    "MultiHeadAttention with {what} (a shared past/present buffer or beam search)"
+                )));
             }
         }
         let (&[bk, l, dk], &[bv, lv, dv]) = (k_t.shape(), v_t.shape()) else {
@@ -380,8 +414,38 @@ impl Kernel for MultiHeadAttention {
         }
         let (h, hv) = (dq / n, dv / n);
         let qh = to_heads(&q, b, s, n, h);
-        let kh = to_heads(&k, b, l, n, h);
-        let vh = to_heads(&v, b, l, n, hv);
+        let mut kh = to_heads(&k, b, l, n, h);
+        let mut vh = to_heads(&v, b, l, n, hv);
+        // past_key [B, N, P, h] and past_value [B, N, P, hv] go before this step's keys.
+        let (past_k, past_v) = (ctx.opt_input(6)?, ctx.opt_input(7)?);
+        let mut p = 0;
+        match (past_k, past_v) {
+            (None, None) => {}
+            (Some(pk_t), Some(pv_t)) => {
+                let (pk_s, pv_s) = (pk_t.shape().to_vec(), pv_t.shape().to_vec());
+                match (&pk_s[..], &pv_s[..]) {
+                    (&[kb, kn, kp, kh_], &[vb, vn, vp, vh_])
+                        if kb == b && vb == b && kn == n && vn == n && kp == vp && kh_ == h && vh_ == hv =>
+                    {
+                        p = kp
+                    }
+                    _ => {
+                        return Err(KernelError::invalid(format!(
+                            "past_key {pk_s:?} and past_value {pv_s:?} must be [{b}, {n}, past_sequence, {h}] and [{b}, {n}, past_sequence, {hv}]"
+                        )))
+                    }
+                }
+                let (pk, pv) = (floats(&pk_t, 6)?, floats(&pv_t, 7)?);
+                kh = prepend_past(&pk, &kh, b * n, p * h, l * h);
+                vh = prepend_past(&pv, &vh, b * n, p * hv, l * hv);
+            }
+            _ => {
+                return Err(KernelError::invalid(
+                    "past_key and past_value must be given together",
+                ))
+            }
+        }
+        let l = p + l;
         let mask = Mask::parse(ctx.opt_input(4)?, b, l)?;
         let attn_bias = opt_f32s(ctx, 5)?;
         let bias_at = attention_bias(
