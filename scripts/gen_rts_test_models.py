@@ -141,21 +141,27 @@ def vad_like():
     write_case("vad_like", m, [[x, np.array(True)], [x, np.array(False)]])
 
 
-def bad_cond():
+def bad_if(case, cond_type, node):
+    """An If whose condition has the wrong type or shape (`cond_type`, 2 elements)."""
     branch = lambda n, v: helper.make_graph(
         [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array([v], np.float32)))],
         n, [], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])])
     g = helper.make_graph(
-        [helper.make_node("If", ["c"], ["y"], then_branch=branch("a", 1.0), else_branch=branch("b", 2.0), name="pick")],
-        "bad_cond",
-        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])],
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch("a", 1.0), else_branch=branch("b", 2.0), name=node)],
+        case,
+        [helper.make_tensor_value_info("c", cond_type, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
-    write_case("bad_cond", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
+    write_case(case, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
 
 
-def bad_trip():
-    body = helper.make_graph(
+def bad_cond():
+    bad_if("bad_cond", TensorProto.FLOAT, "pick")
+
+
+def counting_body():
+    """A Loop body that keeps its condition and adds one to a [1] float."""
+    return helper.make_graph(
         [
             helper.make_node("Identity", ["c_in"], ["c_out"]),
             helper.make_node("Add", ["v_in", "one"], ["v_out"]),
@@ -171,6 +177,10 @@ def bad_trip():
             helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1]),
         ],
     )
+
+
+def bad_trip():
+    body = counting_body()
     g = helper.make_graph(
         [helper.make_node("Loop", ["m", "", "v0"], ["v"], body=body, name="count")],
         "bad_trip",
@@ -287,35 +297,11 @@ def loop_with_if():
 
 
 def bad_cond_shape():
-    branch = lambda n, v: helper.make_graph(
-        [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array([v], np.float32)))],
-        n, [], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])])
-    g = helper.make_graph(
-        [helper.make_node("If", ["c"], ["y"], then_branch=branch("a", 1.0), else_branch=branch("b", 2.0), name="pick2")],
-        "bad_cond_shape",
-        [helper.make_tensor_value_info("c", TensorProto.BOOL, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    write_case("bad_cond_shape", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), [], expect=False)
+    bad_if("bad_cond_shape", TensorProto.BOOL, "pick2")
 
 
 def bad_loop_cond():
-    body = helper.make_graph(
-        [
-            helper.make_node("Identity", ["c_in"], ["c_out"]),
-            helper.make_node("Add", ["v_in", "one"], ["v_out"]),
-        ],
-        "body",
-        [
-            helper.make_tensor_value_info("i", TensorProto.INT64, []),
-            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1]),
-        ],
-        [
-            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1]),
-        ],
-    )
+    body = counting_body()
     g = helper.make_graph(
         [helper.make_node("Loop", ["m", "c", "v0"], ["v"], body=body, name="count2")],
         "bad_loop_cond",

@@ -124,16 +124,8 @@ enum Rows {
 }
 
 fn rows(ctx: &KernelCtx<'_>) -> KernelResult<Rows> {
+    let (n, f) = crate::input::rows_and_features(ctx)?;
     let x = ctx.input(0)?;
-    let (n, f) = match *x.shape() {
-        [f] => (1, f),
-        [n, f] => (n, f),
-        ref s => {
-            return Err(KernelError::invalid(format!(
-                "X must be [N, F] or [F], got {s:?}"
-            )))
-        }
-    };
     let v = x.to_f64_vec()?;
     Ok(if x.dtype() == DType::Double {
         Rows::F64(n, f, v)

@@ -2,8 +2,14 @@
 //! placement `rge place --json` prints is the engine (and kernel) that ran each node in
 //! `rge run --profile`, on every model in `examples/` and the test models.
 
+#[path = "common/net.rs"]
+mod net;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use net::{a_float, Net, F32};
+use prost::Message;
 
 use rge::cli::{self, run::RunArgs};
 use rge::engines::EngineArgs;
@@ -237,4 +243,44 @@ fn explain_lists_the_transfers_and_memory_spaces() {
         .any(|t| t.from_space == "dev" && t.to_space == "host"));
     let text = rge::explain::render_text(&report);
     assert!(text.contains("dev"), "{text}");
+}
+
+/// The engine `rge explain --json` gives the node named `name` (or of type `name`).
+fn explained_engine(model: &Path, name: &str) -> String {
+    let out = cli::explain::run(model, &EngineArgs::default(), true, None)
+        .unwrap_or_else(|e| panic!("{}: {}", model.display(), e.message));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let node = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name || n["op_type"] == name)
+        .unwrap_or_else(|| panic!("no node {name} in {v}"));
+    node["engine"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn explain_names_the_seed_engines_that_take_nodes() {
+    // rts: the VAD-like model's If and Loop, lowered flat.
+    let vad = root().join("crates/rge/tests/data/rts/vad_like/model.onnx");
+    assert_eq!(explained_engine(&vad, "branch"), "rts");
+    assert_eq!(explained_engine(&vad, "frames"), "rts");
+    // rng: a seeded RandomNormalLike.
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 3]);
+    let r = n.op("RandomNormalLike", &[&x], vec![a_float("seed", 3.0)]);
+    n.op_to("Add", &[&x, &r], "y", vec![]);
+    n.output("y", F32, &[2, 3]);
+    let path = tmp("rng.onnx");
+    std::fs::write(&path, n.model().encode_to_vec()).unwrap();
+    assert_eq!(explained_engine(&path, "RandomNormalLike"), "rng");
+    // media: ONNX ImageDecoder.
+    let mut n = Net::new();
+    n.opset = 20;
+    let bytes = n.input("bytes", 2, &[-1]);
+    n.op_to("ImageDecoder", &[&bytes], "image", vec![]);
+    n.output("image", 2, &[-1, -1, 3]);
+    let path = tmp("media.onnx");
+    std::fs::write(&path, n.model().encode_to_vec()).unwrap();
+    assert_eq!(explained_engine(&path, "ImageDecoder"), "media");
 }

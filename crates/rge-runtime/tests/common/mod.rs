@@ -2,6 +2,8 @@
 //! builders, and fixture paths.
 #![allow(dead_code)]
 
+pub mod ge_graphs;
+
 use std::path::PathBuf;
 
 use bytes::Bytes;
