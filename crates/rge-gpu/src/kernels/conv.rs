@@ -11,7 +11,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 use crate::dispatch::{bind, groups_1d, launch, GROUP};
 use crate::error::GpuError;
 use crate::kernels::epilogue::Activation;
-use crate::kernels::map::{elem_size, enable, wgsl_type};
+use crate::kernels::map::{elem_size, enable, typed_pipeline};
 use crate::kernels::tile::{self, Tiled, DEPTH, TILE_THREADS};
 use crate::kernels::window::Window;
 use crate::memory::{DeviceMemory, Scratch};
@@ -216,11 +216,13 @@ fn reduce_pipeline(
     dtype: DType,
     act: &Activation,
 ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Conv: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("conv_reduce.{ty}.{}", act.key()), || {
-            reduce_shader(ty, act)
-        })
+    typed_pipeline(
+        mem,
+        "Conv",
+        dtype,
+        &format!("conv_reduce.{}", act.key()),
+        |ty| reduce_shader(ty, act),
+    )
 }
 
 /// The depthwise (one output channel per group) pipeline for `dtype` and `act`.
@@ -229,11 +231,9 @@ fn direct_pipeline(
     dtype: DType,
     act: &Activation,
 ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Conv: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("dwconv.{ty}.{}", act.key()), || {
-            direct_shader(ty, act)
-        })
+    typed_pipeline(mem, "Conv", dtype, &format!("dwconv.{}", act.key()), |ty| {
+        direct_shader(ty, act)
+    })
 }
 
 /// The conv pipeline for `dtype` with activation `act` in its epilogue, `r`×`r` outputs per
@@ -244,11 +244,13 @@ pub fn pipeline(
     act: &Activation,
     r: u32,
 ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Conv: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("conv.{ty}.{}.{r}", act.key()), || {
-            shader(ty, act, r)
-        })
+    typed_pipeline(
+        mem,
+        "Conv",
+        dtype,
+        &format!("conv.{}.{r}", act.key()),
+        |ty| shader(ty, act, r),
+    )
 }
 
 /// A 1-D or 2-D Conv.

@@ -8,7 +8,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use crate::dispatch::{bind, groups_1d, launch, GROUP};
 use crate::error::GpuError;
-use crate::kernels::map::{elem_size, enable, wgsl_type};
+use crate::kernels::map::{elem_size, enable, typed_pipeline};
 use crate::memory::DeviceMemory;
 
 /// The most indices one Gather takes (they travel in the parameter buffer).
@@ -42,9 +42,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
 
 /// The gather pipeline for `dtype`.
 pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("Gather: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("gather.{ty}"), || shader(ty))
+    typed_pipeline(mem, "Gather", dtype, "gather", shader)
 }
 
 /// A Gather kernel.

@@ -21,6 +21,20 @@ pub fn wgsl_type(dtype: DType) -> Option<&'static str> {
     }
 }
 
+/// The cached pipeline `name.ty` for the WGSL type `ty` of `dtype`, its source made by
+/// `source(ty)` on first use; a dtype the kernels lack is an error naming `op`.
+pub fn typed_pipeline(
+    mem: &DeviceMemory,
+    op: &str,
+    dtype: DType,
+    name: &str,
+    source: impl FnOnce(&'static str) -> String,
+) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("{op}: {dtype:?}")))?;
+    mem.context()
+        .pipeline(&format!("{name}.{ty}"), || source(ty))
+}
+
 /// The element size of a kernel dtype.
 pub fn elem_size(dtype: DType) -> u64 {
     if dtype == DType::Float16 {

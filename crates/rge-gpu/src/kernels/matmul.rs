@@ -12,7 +12,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 use crate::dispatch::{bind, Bound, GROUP};
 use crate::error::GpuError;
 use crate::kernels::epilogue::Activation;
-use crate::kernels::map::{elem_size, enable, wgsl_type};
+use crate::kernels::map::{elem_size, enable, typed_pipeline};
 use crate::kernels::strided;
 use crate::kernels::tile::{self, Tiled, DEPTH, TILE_THREADS};
 use crate::memory::{DeviceMemory, Scratch};
@@ -194,11 +194,13 @@ pub fn pipeline(
     act: &Activation,
     r: u32,
 ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("MatMul: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("matmul.{ty}.{}.{r}", act.key()), || {
-            shader(ty, act, r)
-        })
+    typed_pipeline(
+        mem,
+        "MatMul",
+        dtype,
+        &format!("matmul.{}.{r}", act.key()),
+        |ty| shader(ty, act, r),
+    )
 }
 
 /// The split-K reduction pipeline for `dtype` with `act` in its epilogue.
@@ -207,11 +209,13 @@ fn reduce_pipeline(
     dtype: DType,
     act: &Activation,
 ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("MatMul: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("matmul_reduce.{ty}.{}", act.key()), || {
-            reduce_shader(ty, act)
-        })
+    typed_pipeline(
+        mem,
+        "MatMul",
+        dtype,
+        &format!("matmul_reduce.{}", act.key()),
+        |ty| reduce_shader(ty, act),
+    )
 }
 
 /// Builds a MatMul, Gemm or FusedMatMul kernel.

@@ -7,7 +7,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use crate::dispatch::{bind, groups_1d, launch};
 use crate::error::GpuError;
-use crate::kernels::map::{elem_size, enable, wgsl_type};
+use crate::kernels::map::{elem_size, enable, typed_pipeline};
 use crate::kernels::strided::{self, MAX_RANK};
 use crate::memory::DeviceMemory;
 
@@ -97,9 +97,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
 
 /// The reduce pipeline for `dtype`.
 pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("reduce: {dtype:?}")))?;
-    mem.context()
-        .pipeline(&format!("reduce.{ty}"), || shader(ty))
+    typed_pipeline(mem, "reduce", dtype, "reduce", shader)
 }
 
 /// A Reduce* kernel.

@@ -9,7 +9,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use crate::dispatch::{bind, groups_2d, launch, Bound};
 use crate::error::GpuError;
-use crate::kernels::map::{elem_size, enable, wgsl_type};
+use crate::kernels::map::{elem_size, enable, typed_pipeline};
 use crate::memory::DeviceMemory;
 
 /// What a rows kernel computes.
@@ -108,8 +108,7 @@ fn reduce(v: f32, t: u32, is_max: bool) -> f32 {{
 
 /// The rows pipeline for `dtype`.
 pub fn pipeline(mem: &DeviceMemory, dtype: DType) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-    let ty = wgsl_type(dtype).ok_or_else(|| GpuError::Device(format!("rows: {dtype:?}")))?;
-    mem.context().pipeline(&format!("rows.{ty}"), || shader(ty))
+    typed_pipeline(mem, "rows", dtype, "rows", shader)
 }
 
 /// A Softmax, LogSoftmax or LayerNormalization kernel.

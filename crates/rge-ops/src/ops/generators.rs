@@ -259,13 +259,17 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
                 .infer(like_input),
         )?;
     }
+    // The distribution's attributes of RandomUniform(Like) and RandomNormal(Like).
+    let dist = |name: &str| {
+        if name.starts_with("RandomUniform") {
+            "high:float=1.0, low:float=0.0"
+        } else {
+            "mean:float=0.0, scale:float=1.0"
+        }
+    };
     for name in ["RandomUniformLike", "RandomNormalLike"] {
         for v in [1, 22] {
-            let dist = if name == "RandomUniformLike" {
-                "high:float=1.0, low:float=0.0"
-            } else {
-                "mean:float=0.0, scale:float=1.0"
-            };
+            let dist = dist(name);
             b.register(
                 op(name, v)
                     .sig("input:T1 -> output:T2")
@@ -278,11 +282,7 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     }
     for name in ["RandomUniform", "RandomNormal"] {
         for v in [1, 22] {
-            let dist = if name == "RandomUniform" {
-                "high:float=1.0, low:float=0.0"
-            } else {
-                "mean:float=0.0, scale:float=1.0"
-            };
+            let dist = dist(name);
             b.register(
                 op(name, v)
                     .sig("-> output:T")
