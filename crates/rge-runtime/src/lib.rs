@@ -13,6 +13,7 @@ pub mod fold;
 pub mod fold_pass;
 mod frame;
 pub mod io;
+mod keep_awake;
 pub mod kernel_check;
 pub mod kernels;
 pub mod lower;

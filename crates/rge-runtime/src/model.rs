@@ -9,6 +9,7 @@ use rge_kernels::{Value, ValueRef};
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::{run_program, ExecutorKind, RunOptions};
+use crate::keep_awake::KeepAwake;
 use crate::plan::MemoryPlan;
 use crate::profile::Profiler;
 use crate::program::{InputSource, InputSpec, Program};
@@ -151,9 +152,16 @@ impl Model {
         };
         match self.pool.as_deref() {
             // Kernels split large ops with rayon: run them on the session's pool so they use
-            // the session's thread count, not the process-wide pool.
+            // the session's thread count, not the process-wide pool; the other workers stay
+            // awake for the run, so parallel ops do not wait for them to wake.
             Some(pool) if self.kernel_threads > 1 => {
-                pool.install(|| run_program(&self.program, &refs, &[], &opts))
+                let awake = KeepAwake::start(pool);
+                pool.install(|| {
+                    if let Some(a) = &awake {
+                        a.enter();
+                    }
+                    run_program(&self.program, &refs, &[], &opts)
+                })
             }
             _ => run_program(&self.program, &refs, &[], &opts),
         }
