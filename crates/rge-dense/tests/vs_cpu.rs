@@ -41,7 +41,7 @@ fn build(
     c: &Case,
     op_type: &str,
     domain: &str,
-    constant_weights: bool,
+    constant_inputs: &[usize],
 ) -> Box<dyn Kernel> {
     let types: Vec<Option<DType>> = c
         .inputs
@@ -53,7 +53,7 @@ fn build(
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            if constant_weights && i == 1 {
+            if constant_inputs.contains(&i) {
                 t.as_ref()
             } else {
                 None
@@ -116,7 +116,7 @@ fn tensor(shape: &[usize], seed: u64) -> Tensor {
 fn cpu(c: &Case) -> Tensor {
     let reg = reference();
     let f = reg.get("", c.op).unwrap();
-    let k = build(f, c, c.op, "", false);
+    let k = build(f, c, c.op, "", &[]);
     run(k.as_ref(), &c.inputs, 1).unwrap()
 }
 
@@ -126,12 +126,12 @@ fn check(
     create: fn(&KernelInit<'_>) -> rge_kernels::KernelResult<Box<dyn Kernel>>,
 ) -> Result<(), String> {
     let want = cpu(c);
-    for constant in [false, true] {
+    for constant in [&[][..], &[1][..]] {
         let k = build(create, c, c.op, "", constant);
         for threads in [1, 2] {
             let got = run(k.as_ref(), &c.inputs, threads)?;
             close(&got, &want)
-                .map_err(|e| format!("constant {constant}, threads {threads}: {e}"))?;
+                .map_err(|e| format!("constant inputs {constant:?}, threads {threads}: {e}"))?;
         }
     }
     Ok(())
@@ -347,7 +347,7 @@ proptest! {
         inputs.resize(3, None);
         inputs.push(z.clone());
         let fused = Case { op: "FusedConv", attrs, inputs };
-        let k = build(rge_dense::kernels::create_conv, &fused, "FusedConv", "ai.rge", true);
+        let k = build(rge_dense::kernels::create_conv, &fused, "FusedConv", "ai.rge", &[1]);
         let got = run(k.as_ref(), &fused.inputs, 2).map_err(TestCaseError::fail)?;
         let mut want = plain.as_slice::<f32>().unwrap().to_vec();
         if let Some(z) = &z {
@@ -385,7 +385,7 @@ fn bad_shapes_are_errors_not_panics() {
             None,
         ],
     };
-    let k = build(rge_dense::kernels::create_conv, &c, "Conv", "", false);
+    let k = build(rge_dense::kernels::create_conv, &c, "Conv", "", &[]);
     assert!(run(k.as_ref(), &c.inputs, 1)
         .unwrap_err()
         .contains("do not fit"));
@@ -394,7 +394,7 @@ fn bad_shapes_are_errors_not_panics() {
         attrs: AttrMap::new(),
         inputs: vec![Some(tensor(&[2, 3], 1)), Some(tensor(&[4, 5], 2))],
     };
-    let k = build(rge_dense::kernels::create_matmul, &m, "MatMul", "", true);
+    let k = build(rge_dense::kernels::create_matmul, &m, "MatMul", "", &[1]);
     assert!(run(k.as_ref(), &m.inputs, 1)
         .unwrap_err()
         .contains("inner dims"));
@@ -470,7 +470,7 @@ fn large_fused_convs_add_the_residual() {
             &fused,
             "FusedConv",
             "ai.rge",
-            true,
+            &[1],
         );
         let want: Vec<f32> = plain
             .as_slice::<f32>()
@@ -569,10 +569,15 @@ proptest! {
         }
         let c = Case { op, attrs, inputs };
         let want = cpu(&c);
-        let k = build(rge_dense::recurrent::create_recurrent, &c, op, "", false);
-        for threads in [1, 2] {
-            let got = run(k.as_ref(), &c.inputs, threads).map_err(TestCaseError::fail)?;
-            close(&got, &want).map_err(|e| TestCaseError::fail(format!("{threads} threads: {e}")))?;
+        // R given at run time (packed per run), and R constant (packed when the kernel is built).
+        for constants in [&[][..], &[2][..]] {
+            let k = build(rge_dense::recurrent::create_recurrent, &c, op, "", constants);
+            for threads in [1, 2] {
+                let got = run(k.as_ref(), &c.inputs, threads).map_err(TestCaseError::fail)?;
+                close(&got, &want).map_err(|e| {
+                    TestCaseError::fail(format!("{threads} threads, constants {constants:?}: {e}"))
+                })?;
+            }
         }
     }
 }

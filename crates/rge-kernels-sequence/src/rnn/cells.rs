@@ -35,23 +35,44 @@ impl<F: Acc> DirCfg<'_, F> {
     }
 }
 
-/// One direction's recurrence weights `R[rows × hid]`, prepared (packed) once by the engine's
-/// GEMM when it has one: a GEMM per step would otherwise re-pack R on every step.
+/// One direction's recurrence weights `R[rows × hid]`, prepared (packed) by the engine's GEMM
+/// when it has one: once when the kernel was built for a constant R (direction `d` of
+/// `Prepared::r_prepared`), else once per call, not once per step.
 struct RMat<'a, F> {
     r: &'a [F],
     rows: usize,
-    prepared: Option<Box<dyn PreparedBt>>,
+    owned: Option<Box<dyn PreparedBt>>,
+    built: Option<&'a dyn PreparedBt>,
 }
 
 impl<'a, F: Acc> RMat<'a, F> {
-    fn new(p: &Prepared<F>, r: &'a [F], rows: usize, hid: usize) -> KernelResult<Self> {
-        let prepared = match &p.fast {
-            Some(fast) if r.len() >= rows * hid => {
+    /// `whole`: `r` is all of direction `d`'s R (what the kernel prepared when it was built).
+    fn new(
+        p: &'a Prepared<F>,
+        r: &'a [F],
+        rows: usize,
+        hid: usize,
+        whole: Option<usize>,
+    ) -> KernelResult<Self> {
+        let built = whole
+            .and_then(|d| p.r_prepared.as_deref()?.get(d))
+            .map(|b| &**b);
+        let owned = match &p.fast {
+            Some(fast) if built.is_none() && r.len() >= rows * hid => {
                 F::fast_prepare_bt(fast.as_ref(), &r[..rows * hid], rows, hid, hid)?
             }
             _ => None,
         };
-        Ok(RMat { r, rows, prepared })
+        Ok(RMat {
+            r,
+            rows,
+            owned,
+            built,
+        })
+    }
+
+    fn prepared(&self) -> Option<&dyn PreparedBt> {
+        self.built.or(self.owned.as_deref())
     }
 }
 
@@ -67,7 +88,7 @@ fn h_times_r<F: Acc>(
     out: &mut [F],
     ld: usize,
 ) -> KernelResult<()> {
-    if let Some(prep) = r.prepared.as_deref().filter(|_| n == r.rows) {
+    if let Some(prep) = r.prepared().filter(|_| n == r.rows) {
         if F::fast_prepared(prep, batch, (h, hid), (out, ld), p.threads)? {
             return Ok(());
         }
@@ -105,7 +126,7 @@ pub fn rnn_dir<F: Acc>(
     let rb = &p.b[d * 2 * hid + hid..(d + 1) * 2 * hid];
     let mut h = state(&p.h0, d, batch, hid);
     let mut hr = vec![F::zero(); batch * hid];
-    let r = RMat::new(p, r, hid, hid)?;
+    let r = RMat::new(p, r, hid, hid, Some(d))?;
     for s in 0..seq {
         h_times_r(p, &h, &r, batch, hid, hid, &mut hr, hid)?;
         for b in 0..batch {
@@ -146,8 +167,8 @@ pub fn gru_dir<F: Acc>(
     let mut rh_in = vec![F::zero(); batch * hid];
     let mut rh_out = vec![F::zero(); batch * hid];
     let n = if lbr { gh } else { 2 * hid };
-    let r = RMat::new(p, r, n, hid)?;
-    let rh = RMat::new(p, rh, hid, hid)?;
+    let r = RMat::new(p, r, n, hid, None)?;
+    let rh = RMat::new(p, rh, hid, hid, None)?;
     for s in 0..seq {
         h_times_r(p, &h, &r, batch, hid, n, &mut hr, gh)?;
         for b in 0..batch {
@@ -212,7 +233,7 @@ pub fn lstm_dir<F: Acc>(
     let mut h = state(&p.h0, d, batch, hid);
     let mut c = state(&p.c0, d, batch, hid);
     let mut hr = vec![F::zero(); batch * gh];
-    let r = RMat::new(p, r, gh, hid)?;
+    let r = RMat::new(p, r, gh, hid, Some(d))?;
     let clip = |x: F| match cfg.clip {
         Some(c) => x.max(-c).min(c),
         None => x,

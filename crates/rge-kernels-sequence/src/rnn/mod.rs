@@ -11,7 +11,7 @@ use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResul
 
 use std::sync::Arc;
 
-use crate::common::{gemm, read, read_ints, want_float, write, Acc, FastGemm, Gemm};
+use crate::common::{gemm, read, read_ints, want_float, write, Acc, FastGemm, Gemm, PreparedBt};
 pub use activation::{parse_activations, Act};
 
 /// Which recurrent op.
@@ -54,6 +54,46 @@ pub struct Recurrent {
     linear_before_reset: bool,
     /// An engine's f32 GEMM for the input projection and the per-step `H·Rᵀ`.
     fast: Option<Arc<dyn FastGemm>>,
+    /// Each direction's R prepared by `fast` when the kernel was built, when R is a constant
+    /// f32 tensor and the cell multiplies by the whole of it (RNN, LSTM): otherwise every run
+    /// packed it again (4 MiB per layer of the bench's LSTM, 7% of its run at 2 threads).
+    r_prepared: Option<PreparedDirs>,
+}
+
+/// One prepared operand per direction.
+pub type PreparedDirs = Arc<[Box<dyn PreparedBt>]>;
+
+/// R's directions prepared once by `fast`, when `init` has R as a constant f32
+/// `[dirs, gates·hidden, hidden]` and `kind` multiplies by whole directions.
+fn prepare_constant_r(
+    init: &KernelInit<'_>,
+    kind: Kind,
+    dirs: usize,
+    fast: Option<&Arc<dyn FastGemm>>,
+) -> KernelResult<Option<PreparedDirs>> {
+    let (Some(fast), Some(r)) = (fast, init.constant(2)) else {
+        return Ok(None);
+    };
+    if kind == Kind::Gru || r.dtype() != DType::Float {
+        return Ok(None);
+    }
+    let &[d, rows, hid] = r.shape() else {
+        return Ok(None);
+    };
+    if d != dirs || rows != kind.gates() * hid || hid == 0 {
+        return Ok(None);
+    }
+    let Ok(values) = r.as_slice::<f32>() else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(dirs);
+    for part in values.chunks_exact(rows * hid) {
+        match fast.prepare_bt(part, rows, hid, hid)? {
+            Some(p) => out.push(p),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out.into()))
 }
 
 fn build(
@@ -104,6 +144,7 @@ fn build(
         acts,
         input_forget: init.int_or("input_forget", 0)? != 0,
         linear_before_reset: init.int_or("linear_before_reset", 0)? != 0,
+        r_prepared: prepare_constant_r(init, kind, dirs, fast.as_ref())?,
         fast,
     }))
 }
@@ -161,6 +202,8 @@ pub struct Prepared<F> {
     pub p: Vec<F>,
     /// The engine's GEMM and the threads it may use.
     pub fast: Option<Arc<dyn FastGemm>>,
+    /// Each direction's R, prepared by `fast` when the kernel was built.
+    pub r_prepared: Option<PreparedDirs>,
     pub threads: usize,
 }
 
@@ -308,6 +351,7 @@ impl Recurrent {
             c0,
             p,
             fast: self.fast.clone(),
+            r_prepared: self.r_prepared.clone(),
             threads: ctx.threads(),
         })
     }

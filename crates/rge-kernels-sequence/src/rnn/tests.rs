@@ -17,6 +17,7 @@ fn kernel(kind: Kind, dirs: usize, reverse: bool, acts: Vec<Act>) -> Recurrent {
         input_forget: false,
         linear_before_reset: false,
         fast: None,
+        r_prepared: None,
     }
 }
 
@@ -155,4 +156,168 @@ fn bad_inputs_are_errors() {
     // X of rank 2.
     let x2 = t(&[9, 2], R_X);
     assert!(run(&k, &[Some(x2), Some(w), Some(r)], 2).is_err());
+}
+
+/// A naive `A·Bᵀ` that counts how often it prepares a B.
+#[derive(Default)]
+struct CountingGemm {
+    prepared: std::sync::atomic::AtomicUsize,
+}
+
+fn naive_a_bt(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: (&[f32], usize),
+    b: (&[f32], usize),
+    c: (&mut [f32], usize),
+) {
+    for i in 0..m {
+        for j in 0..n {
+            c.0[i * c.1 + j] = (0..k).map(|p| a.0[i * a.1 + p] * b.0[j * b.1 + p]).sum();
+        }
+    }
+}
+
+struct NaivePrepared {
+    b: Vec<f32>,
+    n: usize,
+    k: usize,
+}
+
+impl PreparedBt for NaivePrepared {
+    fn a_bt(
+        &self,
+        m: usize,
+        a: (&[f32], usize),
+        c: (&mut [f32], usize),
+        _threads: usize,
+    ) -> KernelResult<()> {
+        naive_a_bt(m, self.n, self.k, a, (&self.b, self.k), c);
+        Ok(())
+    }
+}
+
+impl FastGemm for CountingGemm {
+    fn a_bt(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: (&[f32], usize),
+        b: (&[f32], usize),
+        c: (&mut [f32], usize),
+        _threads: usize,
+    ) -> KernelResult<()> {
+        naive_a_bt(m, n, k, a, b, c);
+        Ok(())
+    }
+
+    fn prepare_bt(
+        &self,
+        b: &[f32],
+        n: usize,
+        k: usize,
+        ldb: usize,
+    ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+        self.prepared
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let b = (0..n)
+            .flat_map(|j| b[j * ldb..j * ldb + k].to_vec())
+            .collect();
+        Ok(Some(Box::new(NaivePrepared { b, n, k })))
+    }
+}
+
+#[test]
+fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
+    use rge_ir::{AttrMap, AttrValue};
+    let (seq, batch, input, hidden, dirs) = (3, 2, 3, 4, 2);
+    let val = |n: usize, s: f32| {
+        (0..n)
+            .map(|i| ((i as f32 * 0.37 + s).sin()) * 0.5)
+            .collect::<Vec<f32>>()
+    };
+    let x = Tensor::from_vec(&[seq, batch, input], val(seq * batch * input, 0.1)).unwrap();
+    let w = Tensor::from_vec(
+        &[dirs, 4 * hidden, input],
+        val(dirs * 4 * hidden * input, 0.2),
+    )
+    .unwrap();
+    let r = Tensor::from_vec(
+        &[dirs, 4 * hidden, hidden],
+        val(dirs * 4 * hidden * hidden, 0.3),
+    )
+    .unwrap();
+    let mut attrs = AttrMap::new();
+    attrs.set("hidden_size", AttrValue::Int(hidden as i64));
+    attrs.set("direction", "bidirectional");
+    let types = [Some(DType::Float); 3];
+    let ins = [
+        Some(Value::Tensor(x)),
+        Some(Value::Tensor(w)),
+        Some(Value::Tensor(r.clone())),
+    ];
+    let refs: Vec<Option<&Value>> = ins.iter().map(Option::as_ref).collect();
+    let outputs = |k: &dyn Kernel| -> Vec<Vec<f32>> {
+        run_owned(k, &refs, 3, 1, None)
+            .unwrap()
+            .into_iter()
+            .map(|o| match o {
+                Some(Value::Tensor(t)) => t.as_slice::<f32>().unwrap().to_vec(),
+                _ => Vec::new(),
+            })
+            .collect()
+    };
+    let build_with = |consts: &[Option<&Tensor>], fast: Option<Arc<CountingGemm>>| {
+        let init = KernelInit {
+            node_name: "lstm",
+            op_type: "LSTM",
+            domain: "",
+            opset: 22,
+            attrs: &attrs,
+            input_types: &types,
+            output_types: &[Some(DType::Float); 3],
+            subgraph_attrs: &[],
+            constants: consts,
+        };
+        match fast {
+            Some(f) => recurrent_with(&init, f).unwrap(),
+            None => lstm(&init).unwrap(),
+        }
+    };
+    let want = outputs(build_with(&[None, None, None], None).as_ref());
+
+    let fast = Arc::new(CountingGemm::default());
+    let k = build_with(&[None, None, Some(&r)], Some(fast.clone()));
+    assert_eq!(
+        fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
+        dirs,
+        "one per direction at build"
+    );
+    for _ in 0..2 {
+        let got = outputs(k.as_ref());
+        for (g, w) in got.iter().zip(&want) {
+            close(g, w);
+        }
+    }
+    assert_eq!(
+        fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
+        dirs,
+        "none per run"
+    );
+
+    // R given at run time: prepared on every run, once per direction.
+    let fast = Arc::new(CountingGemm::default());
+    let k = build_with(&[None, None, None], Some(fast.clone()));
+    for _ in 0..2 {
+        let got = outputs(k.as_ref());
+        for (g, w) in got.iter().zip(&want) {
+            close(g, w);
+        }
+    }
+    assert_eq!(
+        fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
+        2 * dirs
+    );
 }
