@@ -287,6 +287,13 @@ fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
         }
     };
     let want = outputs(build_with(&[None, None, None], None).as_ref());
+    let run_twice_as_reference = |k: &dyn Kernel| {
+        for _ in 0..2 {
+            for (g, w) in outputs(k).iter().zip(&want) {
+                close(g, w);
+            }
+        }
+    };
 
     let fast = Arc::new(CountingGemm::default());
     let k = build_with(&[None, None, Some(&r)], Some(fast.clone()));
@@ -295,12 +302,7 @@ fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
         dirs,
         "one per direction at build"
     );
-    for _ in 0..2 {
-        let got = outputs(k.as_ref());
-        for (g, w) in got.iter().zip(&want) {
-            close(g, w);
-        }
-    }
+    run_twice_as_reference(k.as_ref());
     assert_eq!(
         fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
         dirs,
@@ -310,12 +312,7 @@ fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
     // R given at run time: prepared on every run, once per direction.
     let fast = Arc::new(CountingGemm::default());
     let k = build_with(&[None, None, None], Some(fast.clone()));
-    for _ in 0..2 {
-        let got = outputs(k.as_ref());
-        for (g, w) in got.iter().zip(&want) {
-            close(g, w);
-        }
-    }
+    run_twice_as_reference(k.as_ref());
     assert_eq!(
         fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
         2 * dirs
