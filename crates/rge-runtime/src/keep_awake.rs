@@ -8,7 +8,8 @@
 //! flight, every worker but the one running the program runs a spinner that executes the pool's
 //! pending jobs (`rayon::yield_now`) and otherwise spins.
 //!
-//! The spinners start from the caller, before it hands the program to the pool, so the workers
+//! [`install`] is the entry point. The spinners start from the caller, before it hands the
+//! program to the pool, so the workers
 //! wake together rather than one after the other. A spinner is a job, so it may start nested
 //! under another job's wait on its thread, holding that job until the spinner returns. Three
 //! rules keep that from stalling a run:
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a spinner spins without finding work before it lets its worker sleep.
-pub(crate) const IDLE_LIMIT: Duration = Duration::from_micros(200);
+const IDLE_LIMIT: Duration = Duration::from_micros(200);
 
 /// How many empty polls between two reads of the clock.
 const POLLS_PER_CLOCK: u32 = 64;
@@ -39,14 +40,25 @@ struct RunState {
 
 /// The spinners of one run; dropping it ends them.
 #[derive(Debug)]
-pub(crate) struct KeepAwake {
+struct KeepAwake {
     state: Arc<RunState>,
 }
 
+/// `pool.install(run)` with the pool's other workers kept awake until `run` returns.
+pub(crate) fn install<R: Send>(pool: &rayon::ThreadPool, run: impl FnOnce() -> R + Send) -> R {
+    let awake = KeepAwake::start(pool);
+    pool.install(|| {
+        if let Some(a) = &awake {
+            a.enter();
+        }
+        run()
+    })
+}
+
 impl KeepAwake {
-    /// Starts a spinner on every worker of `pool` (none for a pool of one thread). Call it
-    /// before handing the run to the pool, and [`KeepAwake::enter`] on the thread that runs it.
-    pub(crate) fn start(pool: &rayon::ThreadPool) -> Option<Self> {
+    /// Starts a spinner on every worker of `pool` (none for a pool of one thread), before the
+    /// run is handed to the pool.
+    fn start(pool: &rayon::ThreadPool) -> Option<Self> {
         if pool.current_num_threads() < 2 {
             return None;
         }
@@ -60,7 +72,7 @@ impl KeepAwake {
     }
 
     /// Records the current worker as the one running the program: its spinner returns.
-    pub(crate) fn enter(&self) {
+    fn enter(&self) {
         if let Some(i) = rayon::current_thread_index() {
             self.state.owner.store(i, Ordering::Release);
         }
@@ -109,17 +121,6 @@ mod tests {
             .unwrap()
     }
 
-    /// `f` on `p` with the run's spinners, as `Model::run_refs` does.
-    fn run<R: Send>(p: &rayon::ThreadPool, f: impl FnOnce() -> R + Send) -> R {
-        let awake = KeepAwake::start(p);
-        p.install(|| {
-            if let Some(a) = &awake {
-                a.enter();
-            }
-            f()
-        })
-    }
-
     #[test]
     fn nothing_on_one_thread() {
         assert!(KeepAwake::start(&pool(1)).is_none());
@@ -131,7 +132,7 @@ mod tests {
         // waiting in a join must not hold that join (a deadlock would hang this test).
         let p = pool(4);
         for _ in 0..50 {
-            let sum = run(&p, || {
+            let sum = install(&p, || {
                 use rayon::prelude::*;
                 (0..64u64)
                     .into_par_iter()
@@ -154,7 +155,7 @@ mod tests {
                 let (p, finished) = (Arc::clone(&p), Arc::clone(&finished));
                 std::thread::spawn(move || {
                     for _ in 0..20 {
-                        run(&p, || {
+                        install(&p, || {
                             rayon::join(|| std::hint::black_box(1), || std::hint::black_box(2))
                         });
                     }

@@ -9,7 +9,7 @@ use rge_kernels::{Value, ValueRef};
 
 use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::{run_program, ExecutorKind, RunOptions};
-use crate::keep_awake::KeepAwake;
+use crate::keep_awake;
 use crate::plan::MemoryPlan;
 use crate::profile::Profiler;
 use crate::program::{InputSource, InputSpec, Program};
@@ -155,13 +155,7 @@ impl Model {
             // the session's thread count, not the process-wide pool; the other workers stay
             // awake for the run, so parallel ops do not wait for them to wake.
             Some(pool) if self.kernel_threads > 1 => {
-                let awake = KeepAwake::start(pool);
-                pool.install(|| {
-                    if let Some(a) = &awake {
-                        a.enter();
-                    }
-                    run_program(&self.program, &refs, &[], &opts)
-                })
+                keep_awake::install(pool, || run_program(&self.program, &refs, &[], &opts))
             }
             _ => run_program(&self.program, &refs, &[], &opts),
         }

@@ -568,22 +568,19 @@ fn ge_while_and_its_aliases_are_lowered_flat_on_rts_and_match_nested() {
 
 #[test]
 fn a_case_index_of_the_wrong_shape_is_an_error_naming_the_node() {
-    let g = ge_case(desc(DataType::Int32, &[2]));
-    let e = session("rts", None, ExecutorKind::Sequential)
-        .compile_graph(g)
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
+    let compile_error = |index| {
+        session("rts", None, ExecutorKind::Sequential)
+            .compile_graph(ge_case(index))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = compile_error(desc(DataType::Int32, &[2]));
     assert!(
         e.contains("`case`") && e.contains("branch_index") && e.contains("[2]"),
         "{e}"
     );
-    let g = ge_case(desc(DataType::Float, &[]));
-    let e = session("rts", None, ExecutorKind::Sequential)
-        .compile_graph(g)
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
+    let e = compile_error(desc(DataType::Float, &[]));
     // A float index: refused by inference already, naming the node and the input.
     assert!(
         e.contains("`case`") && e.contains("branch_index") && e.contains("int32, int64"),
