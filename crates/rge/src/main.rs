@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use rge::cli;
 
-/// The command line's allocator. glibc's malloc slows down on the millions of small
-/// allocations of a large compile (its free-list consolidation grows with the heap: a 300k-node
-/// graph took six times as long as a 100k one); mimalloc stays near-linear.
+#[cfg(feature = "mimalloc")]
+mod allocator;
+
+/// The command line's allocator (allocator.rs).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 #[derive(Parser)]
 #[command(

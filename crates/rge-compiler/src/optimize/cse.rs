@@ -4,9 +4,12 @@
 //! bytes merge too, so what reads them can merge next. Random ops, nodes with control edges
 //! or subgraphs, and nodes whose outputs are graph outputs are never merged away.
 
-use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
-use rge_ir::{op_types, ComputeGraph, GraphPatch, NodeId, OutAnchor, Outlet};
+use rge_ir::{op_types, AttrValue, ComputeGraph, GraphPatch, NodeId, OpDesc, Outlet};
+use smallvec::SmallVec;
 
 use super::util::{const_tensor, has_control, is_graph_output, root_nodes};
 use super::{OptLevel, OptPass};
@@ -44,56 +47,85 @@ const MAX_CONST_BYTES: usize = 256;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CommonSubexpressions;
 
-/// What makes two nodes compute the same values (`None`: never merged).
-fn key(g: &ComputeGraph, n: NodeId) -> Option<String> {
-    let node = g.node(n)?;
-    let op = node.op();
+/// True when `n` may be merged with an equal node: not graph I/O, state or a random op, and
+/// with no control edges or subgraphs.
+fn mergeable(g: &ComputeGraph, n: NodeId, graph_inputs: &HashSet<NodeId>) -> bool {
+    let Some(op) = g.op(n) else { return false };
     let t = op.op_type();
-    if NEVER.contains(&t)
+    !(NEVER.contains(&t)
         || NONDETERMINISTIC.contains(&t)
         || has_control(g, n)
         || !g.node_subgraphs(n).is_empty()
         || !op.subgraph_instance_names().is_empty()
-        || g.input_nodes(g.root()).contains(&n)
-    {
+        || graph_inputs.contains(&n))
+}
+
+/// The attributes that take part in the comparison (`_`-prefixed ones are rge's metadata).
+fn compared_attrs(op: &OpDesc) -> impl Iterator<Item = (&str, &AttrValue)> {
+    op.attrs().iter().filter(|(k, _)| !k.starts_with('_'))
+}
+
+/// A hash of what makes two nodes compute the same values (`None`: never merged). Equal nodes
+/// hash equal; [`same_values`] settles collisions. Hashing the parts directly, with no key
+/// string, keeps the pass linear and cheap on graphs of 100k nodes.
+fn signature(g: &ComputeGraph, n: NodeId, graph_inputs: &HashSet<NodeId>) -> Option<u64> {
+    if !mergeable(g, n, graph_inputs) {
         return None;
     }
+    let node = g.node(n)?;
+    let op = node.op();
+    let mut h = DefaultHasher::new();
     if let Some(c) = const_tensor(g, n) {
         if c.data.len() > MAX_CONST_BYTES {
             return None;
         }
-        return Some(format!(
-            "const {:?} {:?} {:?}",
-            c.desc.dtype(),
-            c.desc.shape().dims(),
-            c.data.as_ref()
-        ));
+        (0u8, c.desc.dtype(), c.desc.shape().dims(), c.data.as_ref()).hash(&mut h);
+        return Some(h.finish());
     }
     if node.input_peers().iter().all(Option::is_none) {
         // Generators without inputs (other than constants) stay as they are.
         return None;
     }
-    let inputs: Vec<Option<OutAnchor>> = node.input_peers().to_vec();
-    let attrs: Vec<String> = op
-        .attrs()
-        .iter()
-        .filter(|(k, _)| !k.starts_with('_'))
-        .map(|(k, v)| format!("{k}={v:?}"))
-        .collect();
-    let dtypes: Vec<String> = op
-        .outputs()
-        .iter()
-        .map(|d| format!("{:?}", d.dtype()))
-        .collect();
-    Some(format!(
-        "{} {} {:?} {:?} {:?} {:?}",
+    (
+        1u8,
         op.domain(),
-        t,
+        op.op_type(),
         op.opset(),
-        inputs,
-        attrs,
-        dtypes
-    ))
+        node.input_peers(),
+    )
+        .hash(&mut h);
+    // Attribute names only: values are compared by `same_values` (floats have no hash).
+    compared_attrs(op).for_each(|(k, _)| k.hash(&mut h));
+    op.outputs().iter().for_each(|d| d.dtype().hash(&mut h));
+    Some(h.finish())
+}
+
+/// True when `a` and `b` (both mergeable, with equal signatures) compute the same values.
+fn same_values(g: &ComputeGraph, a: NodeId, b: NodeId) -> bool {
+    let (Some(na), Some(nb)) = (g.node(a), g.node(b)) else {
+        return false;
+    };
+    match (const_tensor(g, a), const_tensor(g, b)) {
+        (Some(x), Some(y)) => {
+            return x.desc.dtype() == y.desc.dtype()
+                && x.desc.shape().dims() == y.desc.shape().dims()
+                && x.data.as_ref() == y.data.as_ref();
+        }
+        (None, None) => {}
+        _ => return false,
+    }
+    let (oa, ob) = (na.op(), nb.op());
+    oa.domain() == ob.domain()
+        && oa.op_type() == ob.op_type()
+        && oa.opset() == ob.opset()
+        && na.input_peers() == nb.input_peers()
+        && compared_attrs(oa).eq(compared_attrs(ob))
+        && oa.outputs().len() == ob.outputs().len()
+        && oa
+            .outputs()
+            .iter()
+            .zip(ob.outputs())
+            .all(|(x, y)| x.dtype() == y.dtype())
 }
 
 impl OptPass for CommonSubexpressions {
@@ -107,15 +139,21 @@ impl OptPass for CommonSubexpressions {
         let order = g
             .sorted_order(g.root(), &rge_ir::SortOptions::default())
             .unwrap_or_else(|_| root_nodes(g));
-        let mut seen: HashMap<String, NodeId> = HashMap::new();
+        let graph_inputs: HashSet<NodeId> = g.input_nodes(g.root()).iter().copied().collect();
+        // Signature → the kept nodes with it (more than one only on a hash collision or equal
+        // signatures with different attribute values).
+        let mut seen: HashMap<u64, SmallVec<[NodeId; 1]>> = HashMap::new();
         let mut done = 0;
         for n in order {
             if g.node(n).is_none() {
                 continue;
             }
-            let Some(k) = key(g, n) else { continue };
-            let Some(&keep) = seen.get(&k) else {
-                seen.insert(k, n);
+            let Some(sig) = signature(g, n, &graph_inputs) else {
+                continue;
+            };
+            let kept = seen.entry(sig).or_default();
+            let Some(&keep) = kept.iter().find(|&&k| same_values(g, k, n)) else {
+                kept.push(n);
                 continue;
             };
             if is_graph_output(g, n) {
