@@ -260,8 +260,10 @@ fn sorted_names<'a>(
 }
 
 impl Writer<'_> {
-    /// Writes an OpDesc as an OpDef without `input` (the graph writer adds the edges).
-    pub(crate) fn write_op_desc(&self, op: &OpDesc) -> OpDef {
+    /// Writes an OpDesc as an OpDef without `input` (the graph writer adds the edges) and
+    /// without `input_desc` and `output_desc` (the writers add them: the streamed one encodes
+    /// them one by one).
+    pub(crate) fn write_op_fields(&self, op: &OpDesc) -> OpDef {
         let mut attr = self.write_attrs(op.attrs(), &|k| RESERVED_OP_KEYS.contains(&k));
         if op.input_count() > 0 {
             let (k, v) = sorted_names((0..op.input_count()).filter_map(|i| op.input_name(i)));
@@ -329,8 +331,6 @@ impl Writer<'_> {
             has_out_attr: true,
             id: op.id(),
             stream_id: op.stream_id(),
-            input_desc: op.inputs().iter().map(|d| self.write_desc(d)).collect(),
-            output_desc: op.outputs().iter().map(|d| self.write_desc(d)).collect(),
             subgraph_name: op.subgraph_instance_names().to_vec(),
             ..Default::default()
         };

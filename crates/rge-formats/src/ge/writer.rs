@@ -1,6 +1,8 @@
 //! [`GeModel`] → `ModelDef` (reference §7): graph[0] the root, then every subgraph in the
 //! root's flat order; per op the OpDef fields, the special attrs and the `input` list.
 
+use std::collections::{HashMap, HashSet};
+
 use rge_ir::{ComputeGraph, GraphId, InAnchor, NodeId, OutAnchor, PrimaryFormat, TensorDesc};
 
 use super::attr::bare_list_i;
@@ -20,11 +22,29 @@ fn is_unset_input(d: &TensorDesc) -> bool {
     d.format().primary() == PrimaryFormat::Reserved && d.dtype() == rge_ir::DataType::Undefined
 }
 
-/// The place of `dst` in the peer list of `src`, -1 if absent.
-fn peer_position(cg: &ComputeGraph, src: OutAnchor, dst: InAnchor) -> i64 {
-    cg.node(src.node)
-        .and_then(|n| n.peers_of_out(src.index).iter().position(|&p| p == dst))
-        .map_or(-1, |p| p as i64)
+/// The place of each of `links` (`(src, dst)`, `dst` an anchor of one node) in its source's
+/// peer list, -1 if absent. Each distinct source's list is walked once, so a node reading one
+/// value through 100k inputs costs 100k steps, not 100k².
+fn peer_positions(cg: &ComputeGraph, links: &[(OutAnchor, InAnchor)]) -> Vec<i64> {
+    let mut at: HashMap<(OutAnchor, InAnchor), i64> = HashMap::with_capacity(links.len());
+    let mut walked: HashSet<OutAnchor> = HashSet::new();
+    for &(src, dst) in links {
+        if !walked.insert(src) {
+            continue;
+        }
+        let Some(node) = cg.node(src.node) else {
+            continue;
+        };
+        for (k, &p) in node.peers_of_out(src.index).iter().enumerate() {
+            if p.node == dst.node {
+                at.entry((src, p)).or_insert(k as i64);
+            }
+        }
+    }
+    links
+        .iter()
+        .map(|l| at.get(l).copied().unwrap_or(-1))
+        .collect()
 }
 
 impl Writer<'_> {
@@ -82,17 +102,31 @@ impl Writer<'_> {
     /// One node: data inputs in anchor order ("" for an unlinked anchor; trailing unlinked
     /// unset descs get no entry), then one entry per in-control peer.
     pub(crate) fn write_node(&self, cg: &ComputeGraph, n: NodeId) -> OpDef {
+        let Some(op) = cg.op(n) else {
+            return OpDef::default();
+        };
+        OpDef {
+            input_desc: op.inputs().iter().map(|d| self.write_desc(d)).collect(),
+            output_desc: op.outputs().iter().map(|d| self.write_desc(d)).collect(),
+            ..self.write_node_fields(cg, n)
+        }
+    }
+
+    /// [`Writer::write_node`] without the `input_desc` and `output_desc`.
+    pub(crate) fn write_node_fields(&self, cg: &ComputeGraph, n: NodeId) -> OpDef {
         let Some(node) = cg.node(n) else {
             return OpDef::default();
         };
         let op = node.op();
-        let mut def = self.write_op_desc(op);
+        let mut def = self.write_op_fields(op);
         let peers = node.input_peers();
         let mut k = peers.len();
         while k > 0 && peers[k - 1].is_none() && op.input(k - 1).is_some_and(is_unset_input) {
             k -= 1;
         }
-        let mut keys = Vec::with_capacity(k + node.in_ctrl_peers().len());
+        // (source, this node's anchor) per `input` entry; `None` for an unlinked anchor.
+        let mut links: Vec<Option<(OutAnchor, InAnchor)>> =
+            Vec::with_capacity(k + node.in_ctrl_peers().len());
         let mut cross = false;
         for (i, p) in peers[..k].iter().enumerate() {
             match p {
@@ -100,11 +134,11 @@ impl Writer<'_> {
                     def.input
                         .push(format!("{}:{}", cg.name_of(p.node), p.index));
                     cross |= p.is_control();
-                    keys.push(peer_position(cg, *p, n.input(i)));
+                    links.push(Some((*p, n.input(i))));
                 }
                 None => {
                     def.input.push(String::new());
-                    keys.push(-1);
+                    links.push(None);
                 }
             }
         }
@@ -112,7 +146,7 @@ impl Writer<'_> {
             def.input
                 .push(format!("{}:{}", cg.name_of(p.node), p.index));
             cross |= !p.is_control();
-            keys.push(peer_position(cg, *p, n.in_ctrl()));
+            links.push(Some((*p, n.in_ctrl())));
         }
         if cross {
             def.attr.insert(
@@ -123,6 +157,12 @@ impl Writer<'_> {
             );
         }
         if self.opts.dump {
+            let linked: Vec<(OutAnchor, InAnchor)> = links.iter().flatten().copied().collect();
+            let mut found = peer_positions(cg, &linked).into_iter();
+            let keys: Vec<i64> = links
+                .iter()
+                .map(|l| l.map_or(-1, |_| found.next().unwrap_or(-1)))
+                .collect();
             def.attr
                 .insert(SRC_OUT_PEER_INDEX.into(), bare_list_i(keys));
         }
