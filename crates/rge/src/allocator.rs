@@ -12,9 +12,16 @@
 //! - **Huge pages** are asked for on large blocks (`MADV_HUGEPAGE`), as mimalloc asks for them
 //!   on its own regions; without them ResNet-50 runs about 4% slower.
 //!
+//! - **`--memory-limit`.** With a limit set ([`set_limit`]), the bytes allocated are counted,
+//!   and an allocation that would take them over the limit ends the process with a message
+//!   naming the option and the limit (exit status 1), before the kernel's out-of-memory killer
+//!   would. Memory-mapped model files are not counted: the kernel can drop their pages.
+//!
 //! This is the one hand-written part: no allocator crate routes by size to the OS.
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use mimalloc::MiMalloc;
 
@@ -26,6 +33,91 @@ const PAGE: usize = 4096;
 const HUGE_PAGE: usize = 2 << 20;
 
 pub struct Allocator;
+
+// The limit and the count are the allocator's own state, global as the allocator itself is.
+/// The `--memory-limit` in bytes; 0 while none is set.
+static LIMIT: AtomicUsize = AtomicUsize::new(0);
+/// Bytes allocated since the limit was set, less those freed (blocks from before count when
+/// freed: a slight undercount).
+static IN_USE: AtomicIsize = AtomicIsize::new(0);
+/// What the process is doing, for the message.
+static DOING: OnceLock<String> = OnceLock::new();
+
+/// Sets the heap limit `--memory-limit` asked for; `doing` says what the process does (for the
+/// message when the limit is reached). Counting starts now.
+pub fn set_limit(bytes: usize, doing: String) {
+    let _ = DOING.set(doing);
+    LIMIT.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// Counts `bytes` more, and ends the process when that passes the limit.
+fn charge(bytes: usize) {
+    let limit = LIMIT.load(Ordering::Relaxed);
+    if limit == 0 {
+        return;
+    }
+    let bytes = bytes as isize;
+    let now = IN_USE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    if now > limit as isize {
+        over_limit(limit, bytes as usize, now as usize);
+    }
+}
+
+/// Counts `bytes` freed.
+fn refund(bytes: usize) {
+    if LIMIT.load(Ordering::Relaxed) != 0 {
+        IN_USE.fetch_sub(bytes as isize, Ordering::Relaxed);
+    }
+}
+
+/// A message built without allocating (the allocator is what failed).
+struct StackText {
+    buf: [u8; 640],
+    len: usize,
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// `bytes` in the largest binary unit that keeps it at least 1 (a value and its unit).
+fn readable(bytes: usize) -> (f64, &'static str) {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    (v, units[u])
+}
+
+/// Prints why and exits with status 1, allocating nothing.
+fn over_limit(limit: usize, bytes: usize, total: usize) -> ! {
+    use std::fmt::Write;
+    let mut m = StackText {
+        buf: [0; 640],
+        len: 0,
+    };
+    let ((l, lu), (b, bu), (t, tu)) = (readable(limit), readable(bytes), readable(total));
+    let _ = writeln!(
+        m,
+        "rge: --memory-limit {l:.1} {lu} reached while {}: allocating {b:.1} {bu} more would \
+         take rge's heap to {t:.1} {tu}; raise the limit",
+        DOING.get().map_or("working", String::as_str),
+    );
+    // SAFETY: `write` and `_exit` allocate nothing and touch no Rust state; the buffer holds
+    // `len` initialized bytes.
+    unsafe {
+        libc::write(2, m.buf.as_ptr().cast(), m.len);
+        libc::_exit(1);
+    }
+}
 
 /// True when `layout`'s block is mapped (and the same for its `dealloc` and `realloc`).
 fn is_mapped(layout: Layout) -> bool {
@@ -145,6 +237,7 @@ mod mapped {
 // size boundary copies into a block of the other kind.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        charge(layout.size());
         if is_mapped(layout) {
             return mapped::map(layout.size());
         }
@@ -153,6 +246,7 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        charge(layout.size());
         if is_mapped(layout) {
             // Fresh anonymous mappings read as zero.
             return mapped::map(layout.size());
@@ -162,6 +256,7 @@ unsafe impl GlobalAlloc for Allocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        refund(layout.size());
         // SAFETY: `ptr` came from `alloc` with this layout, so from the same kind of block.
         unsafe {
             if is_mapped(layout) {
@@ -176,10 +271,18 @@ unsafe impl GlobalAlloc for Allocator {
         // SAFETY: the caller guarantees `new_size` is valid for `layout.align()`.
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         match (is_mapped(layout), is_mapped(new_layout)) {
-            // SAFETY: forwarded with the caller's guarantees.
-            (false, false) => unsafe { MiMalloc.realloc(ptr, layout, new_size) },
-            // SAFETY: `ptr` is a mapping of `layout.size()` bytes.
-            (true, true) => unsafe { mapped::remap(ptr, layout.size(), new_size) },
+            (false, false) => {
+                charge(new_size);
+                refund(layout.size());
+                // SAFETY: forwarded with the caller's guarantees.
+                unsafe { MiMalloc.realloc(ptr, layout, new_size) }
+            }
+            (true, true) => {
+                charge(new_size);
+                refund(layout.size());
+                // SAFETY: `ptr` is a mapping of `layout.size()` bytes.
+                unsafe { mapped::remap(ptr, layout.size(), new_size) }
+            }
             _ => {
                 // Across the boundary: a block of the other kind, the common bytes copied.
                 // SAFETY: `new_layout` is valid and not zero-sized (one side is large).
@@ -230,6 +333,14 @@ mod tests {
                 .all(|&b| b == 0));
             a.dealloc(z, big);
         }
+    }
+
+    #[test]
+    fn sizes_in_messages_take_the_largest_unit_above_one() {
+        assert_eq!(readable(224), (224.0, "bytes"));
+        assert_eq!(readable(1536), (1.5, "KiB"));
+        assert_eq!(readable(8 << 20), (8.0, "MiB"));
+        assert_eq!(readable(3 << 30), (3.0, "GiB"));
     }
 
     #[test]

@@ -23,6 +23,30 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 struct Args {
     #[command(subcommand)]
     command: Command,
+    /// End with an error, not an out-of-memory kill, when rge's heap would pass SIZE (bytes, or
+    /// with K, M, G or T: KiB to TiB; e.g. 4G). Memory-mapped model files are not counted.
+    #[arg(long, global = true, value_name = "SIZE")]
+    memory_limit: Option<String>,
+}
+
+/// Sets `--memory-limit` in the allocator; an error for a bad size, or in a build without the
+/// command line's allocator.
+fn set_memory_limit(size: &str) -> Result<(), String> {
+    let bytes = cli::memory_limit::parse_size(size).map_err(|e| format!("--memory-limit: {e}"))?;
+    #[cfg(feature = "mimalloc")]
+    {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        allocator::set_limit(bytes, format!("running `rge {}`", args.join(" ")));
+        Ok(())
+    }
+    #[cfg(not(feature = "mimalloc"))]
+    {
+        let _ = bytes;
+        Err(
+            "--memory-limit: this build has no allocator of its own (the `mimalloc` feature)"
+                .into(),
+        )
+    }
 }
 
 /// The engine options every command that places, compiles or runs takes.
@@ -321,6 +345,12 @@ fn main() -> ExitCode {
     #[cfg(feature = "gpu")]
     quiet_vulkan_layers();
     let args = Args::parse();
+    if let Some(size) = &args.memory_limit {
+        if let Err(e) = set_memory_limit(size) {
+            eprintln!("rge: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let result = match args.command {
         Command::Inspect {
             file,

@@ -5,7 +5,7 @@
 //! (the latest producer before the consumer wins); a name produced only later is a forward
 //! reference, allowed, after which the graph is checked for cycles and put in topological order.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 
 use rge_ir::attr_names::{DATA_INDEX, PARENT_NODE_INDEX};
 use rge_ir::{op_types, ComputeGraph, GraphId, NamedAttrs, NodeId, OpDesc, OutAnchor, TensorDesc};

@@ -1,7 +1,7 @@
 //! Attribute names rge uses to keep what ONNX has and rge-ir has no field for, so that export
 //! gives the model back. All start with `_onnx_`; an ONNX attribute with that prefix is refused.
 
-use std::collections::HashSet;
+use hashbrown::HashSet;
 
 /// Output desc: the ONNX value name of this output (absent for an omitted optional output).
 pub const ONNX_NAME: &str = "_onnx_name";

@@ -1,7 +1,9 @@
 //! Name resolution across nested graphs, implicit captures, and the cycle check.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use hashbrown::HashMap;
 
 use rge_ir::attr_names::{DATA_INDEX, PARENT_NODE_INDEX};
 use rge_ir::{GraphId, NodeId, OutAnchor, TensorDesc};

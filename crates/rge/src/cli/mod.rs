@@ -10,6 +10,7 @@ pub mod engines;
 pub mod explain;
 pub mod inputs;
 pub mod inspect;
+pub mod memory_limit;
 pub mod ops;
 pub mod profile_summary;
 pub mod progress;
