@@ -8,15 +8,8 @@
 # models) and the release rge (built here unless RGE_BENCH_NO_BUILD=1). See docs/bench.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV=build/venv
-if ! "$VENV/bin/python" -c "import onnx, onnxruntime" 2>/dev/null; then
-  echo "run_memory.sh: $VENV lacks onnx/onnxruntime: run bench/compare.sh once" >&2
-  exit 1
-fi
-RGE_BIN="${RGE_BIN:-${CARGO_TARGET_DIR:-target}/release/rge}"
-if [ "${RGE_BENCH_NO_BUILD:-0}" != 1 ]; then
-  cargo build --release -p rge >&2
-fi
+source bench/common.sh
+need_peers run_memory.sh onnx onnxruntime
 if [ $# -eq 0 ]; then
   set -- build/bench-models/bert_base build/bench-models/gpt2 build/bench-models/resnet50 \
     build/bench-models/mobilenetv2
