@@ -9,9 +9,11 @@
 //!   that a packed copy replaced (45 MiB more peak memory running BERT-base), and glibc's heap
 //!   keeps freed large blocks once its mmap threshold has risen (ResNet-50 peaked 28 MiB
 //!   higher). Mapped blocks are page aligned, so an activation arena starts on a cache line.
-//! - **Huge pages** are asked for on large blocks (`MADV_HUGEPAGE`), as mimalloc asks for them
-//!   on its own regions; without them ResNet-50 runs about 4% slower.
-//!
+//! - **Huge pages on large blocks only** (`MADV_HUGEPAGE`; without them ResNet-50 runs about
+//!   4% slower). mimalloc is built without its own advice (`no_thp`): with it, each region it
+//!   purged and reused came back as a 2 MiB page zeroed whole (a 100k-node compile ran 12%
+//!   slower), and half-used huge pages raised peaks (GPT-2 809 MiB, not 703; ResNet-50 245, not
+//!   209). The cost: MobileNetV2, whose weights are small blocks, runs about 2.5% slower.
 //! - **`--memory-limit`.** With a limit set ([`set_limit`]), the bytes allocated are counted,
 //!   and an allocation that would take them over the limit ends the process with a message
 //!   naming the option and the limit (exit status 1), before the kernel's out-of-memory killer

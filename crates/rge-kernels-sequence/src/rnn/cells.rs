@@ -2,7 +2,7 @@
 //! (step, batch) row; each step adds H·Rᵀ (one GEMM over the batch) and the cell's
 //! elementwise update. `y` is (seq, dirs, batch, hidden), states (dirs, batch, hidden).
 
-use rge_kernels::KernelResult;
+use rge_kernels::{KernelError, KernelResult};
 
 use super::{Act, Prepared};
 use crate::common::{Acc, Gemm, PreparedBt};
@@ -93,6 +93,12 @@ fn h_times_r<F: Acc>(
             return Ok(());
         }
     }
+    if r.r.len() < n * hid {
+        // Only a prepared R goes uncopied, and the f32 GEMM always takes it.
+        return Err(KernelError::invalid(
+            "R was prepared when the kernel was built, and the GEMM did not take it",
+        ));
+    }
     p.gemm(
         Gemm {
             m: batch,
@@ -122,7 +128,8 @@ pub fn rnn_dir<F: Acc>(
     yh: &mut [F],
 ) -> KernelResult<()> {
     let (seq, batch, hid, d) = (p.seq, p.batch, p.hidden, cfg.d);
-    let r = &p.r[d * hid * hid..(d + 1) * hid * hid];
+    // Empty when R was prepared when the kernel was built (RMat then uses that).
+    let r = p.r.get(d * hid * hid..(d + 1) * hid * hid).unwrap_or(&[]);
     let rb = &p.b[d * 2 * hid + hid..(d + 1) * 2 * hid];
     let mut h = state(&p.h0, d, batch, hid);
     let mut hr = vec![F::zero(); batch * hid];
@@ -226,7 +233,8 @@ pub fn lstm_dir<F: Acc>(
 ) -> KernelResult<()> {
     let (seq, batch, hid, d) = (p.seq, p.batch, p.hidden, cfg.d);
     let gh = 4 * hid;
-    let r = &p.r[d * gh * hid..(d + 1) * gh * hid];
+    // Empty when R was prepared when the kernel was built (RMat then uses that).
+    let r = p.r.get(d * gh * hid..(d + 1) * gh * hid).unwrap_or(&[]);
     let rb = &p.b[d * 2 * gh + gh..(d + 1) * 2 * gh];
     let pp = &p.p[d * 3 * hid..(d + 1) * 3 * hid];
     let (pi, po, pf) = (&pp[..hid], &pp[hid..2 * hid], &pp[2 * hid..]);

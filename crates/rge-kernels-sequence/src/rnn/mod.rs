@@ -202,7 +202,7 @@ pub struct Prepared<F> {
     pub p: Vec<F>,
     /// The engine's GEMM and the threads it may use.
     pub fast: Option<Arc<dyn FastGemm>>,
-    /// Each direction's R, prepared by `fast` when the kernel was built.
+    /// Each direction's R, prepared by `fast` when the kernel was built (`r` is then empty).
     pub r_prepared: Option<PreparedDirs>,
     pub threads: usize,
 }
@@ -344,7 +344,12 @@ impl Recurrent {
             hidden,
             x: xv,
             w: read::<F>(&w)?,
-            r: read::<F>(&r)?,
+            // A prepared R is all the cells read: no copy of it per run.
+            r: if self.r_prepared.is_some() {
+                Vec::new()
+            } else {
+                read::<F>(&r)?
+            },
             b,
             lens,
             h0,
