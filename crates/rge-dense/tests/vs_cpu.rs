@@ -569,8 +569,9 @@ proptest! {
         }
         let c = Case { op, attrs, inputs };
         let want = cpu(&c);
-        // R given at run time (packed per run), and R constant (packed when the kernel is built).
-        for constants in [&[][..], &[2][..]] {
+        // W and R given at run time (packed per run), R constant, and both constant (packed
+        // when the kernel is built).
+        for constants in [&[][..], &[2][..], &[1, 2][..]] {
             let k = build(rge_dense::recurrent::create_recurrent, &c, op, "", constants);
             for threads in [1, 2] {
                 let got = run(k.as_ref(), &c.inputs, threads).map_err(TestCaseError::fail)?;

@@ -58,10 +58,52 @@ pub struct Recurrent {
     /// f32 tensor and the cell multiplies by the whole of it (RNN, LSTM): otherwise every run
     /// packed it again (4 MiB per layer of the bench's LSTM, 7% of its run at 2 threads).
     r_prepared: Option<PreparedDirs>,
+    /// Each direction's W prepared the same way for the input projection, when W is a
+    /// constant f32 tensor: otherwise every run copied and packed it.
+    w_prepared: Option<PreparedDirs>,
 }
 
 /// One prepared operand per direction.
 pub type PreparedDirs = Arc<[Box<dyn PreparedBt>]>;
+
+/// Each direction of a constant f32 `[dirs, rows, k]` operand prepared by `fast` (`None` when
+/// `fast` declines one).
+fn prepare_dirs(
+    fast: &dyn FastGemm,
+    values: &[f32],
+    rows: usize,
+    k: usize,
+) -> KernelResult<Option<PreparedDirs>> {
+    let mut out = Vec::new();
+    for part in values.chunks_exact(rows * k) {
+        match fast.prepare_bt(part, rows, k, k)? {
+            Some(p) => out.push(p),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out.into()))
+}
+
+/// Input `index` (W: 1, R: 2) as constant f32 `[dirs, gates·hidden, k]` values, with its
+/// `(rows, k)`; `None` otherwise.
+fn constant_weight<'i>(
+    init: &'i KernelInit<'_>,
+    index: usize,
+    kind: Kind,
+    dirs: usize,
+) -> Option<(&'i [f32], usize, usize)> {
+    let t = init.constant(index)?;
+    if t.dtype() != DType::Float {
+        return None;
+    }
+    let &[d, rows, k] = t.shape() else {
+        return None;
+    };
+    if d != dirs || rows == 0 || rows % kind.gates() != 0 || k == 0 {
+        return None;
+    }
+    Some((t.as_slice::<f32>().ok()?, rows, k))
+}
 
 /// R's directions prepared once by `fast`, when `init` has R as a constant f32
 /// `[dirs, gates·hidden, hidden]` and `kind` multiplies by whole directions.
@@ -71,29 +113,33 @@ fn prepare_constant_r(
     dirs: usize,
     fast: Option<&Arc<dyn FastGemm>>,
 ) -> KernelResult<Option<PreparedDirs>> {
-    let (Some(fast), Some(r)) = (fast, init.constant(2)) else {
-        return Ok(None);
-    };
-    if kind == Kind::Gru || r.dtype() != DType::Float {
+    let Some(fast) = fast else { return Ok(None) };
+    if kind == Kind::Gru {
         return Ok(None);
     }
-    let &[d, rows, hid] = r.shape() else {
-        return Ok(None);
-    };
-    if d != dirs || rows != kind.gates() * hid || hid == 0 {
-        return Ok(None);
-    }
-    let Ok(values) = r.as_slice::<f32>() else {
-        return Ok(None);
-    };
-    let mut out = Vec::with_capacity(dirs);
-    for part in values.chunks_exact(rows * hid) {
-        match fast.prepare_bt(part, rows, hid, hid)? {
-            Some(p) => out.push(p),
-            None => return Ok(None),
+    match constant_weight(init, 2, kind, dirs) {
+        Some((values, rows, hid)) if rows == kind.gates() * hid => {
+            prepare_dirs(fast.as_ref(), values, rows, hid)
         }
+        _ => Ok(None),
     }
-    Ok(Some(out.into()))
+}
+
+/// W's directions prepared once by `fast` for the input projection `X·Wᵀ`, when `init` has W
+/// as a constant f32 `[dirs, gates·hidden, input]` (every kind: the projection takes whole
+/// directions).
+fn prepare_constant_w(
+    init: &KernelInit<'_>,
+    kind: Kind,
+    dirs: usize,
+    fast: Option<&Arc<dyn FastGemm>>,
+) -> KernelResult<Option<PreparedDirs>> {
+    match (fast, constant_weight(init, 1, kind, dirs)) {
+        (Some(fast), Some((values, rows, input))) => {
+            prepare_dirs(fast.as_ref(), values, rows, input)
+        }
+        _ => Ok(None),
+    }
 }
 
 fn build(
@@ -145,6 +191,7 @@ fn build(
         input_forget: init.int_or("input_forget", 0)? != 0,
         linear_before_reset: init.int_or("linear_before_reset", 0)? != 0,
         r_prepared: prepare_constant_r(init, kind, dirs, fast.as_ref())?,
+        w_prepared: prepare_constant_w(init, kind, dirs, fast.as_ref())?,
         fast,
     }))
 }
@@ -204,6 +251,8 @@ pub struct Prepared<F> {
     pub fast: Option<Arc<dyn FastGemm>>,
     /// Each direction's R, prepared by `fast` when the kernel was built (`r` is then empty).
     pub r_prepared: Option<PreparedDirs>,
+    /// Each direction's W, the same (`w` is then empty).
+    pub w_prepared: Option<PreparedDirs>,
     pub threads: usize,
 }
 
@@ -343,8 +392,12 @@ impl Recurrent {
             input,
             hidden,
             x: xv,
-            w: read::<F>(&w)?,
-            // A prepared R is all the cells read: no copy of it per run.
+            // A prepared W or R is all the kernel reads: no copy of it per run.
+            w: if self.w_prepared.is_some() {
+                Vec::new()
+            } else {
+                read::<F>(&w)?
+            },
             r: if self.r_prepared.is_some() {
                 Vec::new()
             } else {
@@ -357,6 +410,7 @@ impl Recurrent {
             p,
             fast: self.fast.clone(),
             r_prepared: self.r_prepared.clone(),
+            w_prepared: self.w_prepared.clone(),
             threads: ctx.threads(),
         })
     }
@@ -438,7 +492,37 @@ fn input_projection<F: Acc>(p: &Prepared<F>, d: usize, gates: usize) -> KernelRe
     let gh = gates * p.hidden;
     let rows = p.seq * p.batch;
     let mut xw = vec![F::zero(); rows * gh];
-    let w = &p.w[d * gh * p.input..(d + 1) * gh * p.input];
+    let prepared = p.w_prepared.as_deref().and_then(|w| w.get(d));
+    let done = match prepared {
+        Some(w) => F::fast_prepared(&**w, rows, (&p.x, p.input), (&mut xw, gh), p.threads)?,
+        None => false,
+    };
+    if !done {
+        input_projection_gemm(p, d, gh, rows, &mut xw)?;
+    }
+    let wb = &p.b[d * 2 * gh..d * 2 * gh + gh];
+    for row in xw.chunks_exact_mut(gh.max(1)) {
+        for (v, &b) in row.iter_mut().zip(wb) {
+            *v = *v + b;
+        }
+    }
+    Ok(xw)
+}
+
+/// `xw = X·W_dᵀ` on the (engine's or generic) GEMM from the copied W.
+fn input_projection_gemm<F: Acc>(
+    p: &Prepared<F>,
+    d: usize,
+    gh: usize,
+    rows: usize,
+    xw: &mut [F],
+) -> KernelResult<()> {
+    let Some(w) = p.w.get(d * gh * p.input..(d + 1) * gh * p.input) else {
+        // Only a prepared W goes uncopied, and the f32 GEMM always takes it.
+        return Err(KernelError::invalid(
+            "W was prepared when the kernel was built, and the GEMM did not take it",
+        ));
+    };
     p.gemm(
         Gemm {
             m: rows,
@@ -451,15 +535,8 @@ fn input_projection<F: Acc>(p: &Prepared<F>, d: usize, gates: usize) -> KernelRe
         },
         &p.x,
         w,
-        &mut xw,
-    )?;
-    let wb = &p.b[d * 2 * gh..d * 2 * gh + gh];
-    for row in xw.chunks_exact_mut(gh.max(1)) {
-        for (v, &b) in row.iter_mut().zip(wb) {
-            *v = *v + b;
-        }
-    }
-    Ok(xw)
+        xw,
+    )
 }
 
 impl Kernel for Recurrent {

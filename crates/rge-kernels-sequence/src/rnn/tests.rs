@@ -18,6 +18,7 @@ fn kernel(kind: Kind, dirs: usize, reverse: bool, acts: Vec<Act>) -> Recurrent {
         linear_before_reset: false,
         fast: None,
         r_prepared: None,
+        w_prepared: None,
     }
 }
 
@@ -230,7 +231,7 @@ impl FastGemm for CountingGemm {
 }
 
 #[test]
-fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
+fn constant_weights_are_prepared_once_when_the_kernel_is_built() {
     use rge_ir::{AttrMap, AttrValue};
     let (seq, batch, input, hidden, dirs) = (3, 2, 3, 4, 2);
     let val = |n: usize, s: f32| {
@@ -255,7 +256,7 @@ fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
     let types = [Some(DType::Float); 3];
     let ins = [
         Some(Value::Tensor(x)),
-        Some(Value::Tensor(w)),
+        Some(Value::Tensor(w.clone())),
         Some(Value::Tensor(r.clone())),
     ];
     let refs: Vec<Option<&Value>> = ins.iter().map(Option::as_ref).collect();
@@ -295,26 +296,28 @@ fn a_constant_r_is_prepared_once_when_the_kernel_is_built() {
         }
     };
 
-    let fast = Arc::new(CountingGemm::default());
-    let k = build_with(&[None, None, Some(&r)], Some(fast.clone()));
-    assert_eq!(
-        fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
-        dirs,
-        "one per direction at build"
-    );
-    run_twice_as_reference(k.as_ref());
-    assert_eq!(
-        fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
-        dirs,
-        "none per run"
-    );
-
-    // R given at run time: prepared on every run, once per direction.
-    let fast = Arc::new(CountingGemm::default());
-    let k = build_with(&[None, None, None], Some(fast.clone()));
-    run_twice_as_reference(k.as_ref());
-    assert_eq!(
-        fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
-        2 * dirs
-    );
+    let prepared = |f: &CountingGemm| f.prepared.load(std::sync::atomic::Ordering::Relaxed);
+    // (W constant, R constant) → prepares at build, and after two runs.
+    for (w_const, r_const, at_build, after) in [
+        (false, true, dirs, dirs),
+        (true, true, 2 * dirs, 2 * dirs),
+        // R given at run time: prepared on every run, once per direction.
+        (true, false, dirs, 3 * dirs),
+        (false, false, 0, 2 * dirs),
+    ] {
+        let fast = Arc::new(CountingGemm::default());
+        let consts = [None, w_const.then_some(&w), r_const.then_some(&r)];
+        let k = build_with(&consts, Some(fast.clone()));
+        assert_eq!(
+            prepared(&fast),
+            at_build,
+            "W {w_const}, R {r_const}: at build"
+        );
+        run_twice_as_reference(k.as_ref());
+        assert_eq!(
+            prepared(&fast),
+            after,
+            "W {w_const}, R {r_const}: after two runs"
+        );
+    }
 }
