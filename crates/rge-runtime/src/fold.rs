@@ -300,9 +300,6 @@ impl Planner<'_> {
             const_inputs: Vec::new(),
         };
         for n in order {
-            if !self.candidate(g, n) {
-                continue;
-            }
             let Some(node) = self.graph.node(n) else {
                 continue;
             };
@@ -339,7 +336,9 @@ impl Planner<'_> {
                 }
                 keys.push(Some((a.node, idx)));
             }
-            if !ok {
+            // The inputs first: on most graphs they rule a node out at its first input, before
+            // the longer checks of `candidate`.
+            if !ok || !self.candidate(g, n) {
                 continue;
             }
             let op = node.op();

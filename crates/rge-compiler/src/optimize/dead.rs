@@ -32,6 +32,10 @@ fn dead(g: &ComputeGraph, n: NodeId, inputs: &HashSet<NodeId>) -> bool {
     let Some(node) = g.node(n) else {
         return false;
     };
+    // A read output rules most nodes out: checked first, before the longer checks.
+    if (0..node.out_data_count()).any(|o| !node.peers_of_output(o).is_empty()) {
+        return false;
+    }
     let op = node.op();
     if KEEP.contains(&op.op_type())
         || inputs.contains(&n)
@@ -42,7 +46,7 @@ fn dead(g: &ComputeGraph, n: NodeId, inputs: &HashSet<NodeId>) -> bool {
     {
         return false;
     }
-    (0..node.out_data_count()).all(|o| node.peers_of_output(o).is_empty())
+    true
 }
 
 impl OptPass for DeadNodes {
