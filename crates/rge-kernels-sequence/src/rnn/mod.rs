@@ -66,15 +66,32 @@ pub struct Recurrent {
 /// One prepared operand per direction.
 pub type PreparedDirs = Arc<[Box<dyn PreparedBt>]>;
 
-/// Each direction of a constant f32 `[dirs, rows, k]` operand prepared by `fast` (`None` when
-/// `fast` declines one).
-fn prepare_dirs(
-    fast: &dyn FastGemm,
-    values: &[f32],
-    rows: usize,
-    k: usize,
+/// Input `index` (W: 1, R: 2) prepared once by `fast`, one operand per direction, when it is
+/// a constant f32 `[dirs, gates·hidden, k]` (for R, `k` = hidden); `None` otherwise, or when
+/// `fast` declines a direction.
+fn prepare_constant(
+    init: &KernelInit<'_>,
+    index: usize,
+    kind: Kind,
+    dirs: usize,
+    fast: Option<&Arc<dyn FastGemm>>,
 ) -> KernelResult<Option<PreparedDirs>> {
-    let mut out = Vec::new();
+    let (Some(fast), Some(t)) = (fast, init.constant(index)) else {
+        return Ok(None);
+    };
+    let &[d, rows, k] = t.shape() else {
+        return Ok(None);
+    };
+    let fits = d == dirs
+        && k > 0
+        && rows > 0
+        && rows % kind.gates() == 0
+        && (index != 2 || rows == kind.gates() * k);
+    let values = match t.as_slice::<f32>() {
+        Ok(v) if fits && t.dtype() == DType::Float => v,
+        _ => return Ok(None),
+    };
+    let mut out = Vec::with_capacity(dirs);
     for part in values.chunks_exact(rows * k) {
         match fast.prepare_bt(part, rows, k, k)? {
             Some(p) => out.push(p),
@@ -82,64 +99,6 @@ fn prepare_dirs(
         }
     }
     Ok(Some(out.into()))
-}
-
-/// Input `index` (W: 1, R: 2) as constant f32 `[dirs, gates·hidden, k]` values, with its
-/// `(rows, k)`; `None` otherwise.
-fn constant_weight<'i>(
-    init: &'i KernelInit<'_>,
-    index: usize,
-    kind: Kind,
-    dirs: usize,
-) -> Option<(&'i [f32], usize, usize)> {
-    let t = init.constant(index)?;
-    if t.dtype() != DType::Float {
-        return None;
-    }
-    let &[d, rows, k] = t.shape() else {
-        return None;
-    };
-    if d != dirs || rows == 0 || rows % kind.gates() != 0 || k == 0 {
-        return None;
-    }
-    Some((t.as_slice::<f32>().ok()?, rows, k))
-}
-
-/// R's directions prepared once by `fast`, when `init` has R as a constant f32
-/// `[dirs, gates·hidden, hidden]` and `kind` multiplies by whole directions.
-fn prepare_constant_r(
-    init: &KernelInit<'_>,
-    kind: Kind,
-    dirs: usize,
-    fast: Option<&Arc<dyn FastGemm>>,
-) -> KernelResult<Option<PreparedDirs>> {
-    let Some(fast) = fast else { return Ok(None) };
-    if kind == Kind::Gru {
-        return Ok(None);
-    }
-    match constant_weight(init, 2, kind, dirs) {
-        Some((values, rows, hid)) if rows == kind.gates() * hid => {
-            prepare_dirs(fast.as_ref(), values, rows, hid)
-        }
-        _ => Ok(None),
-    }
-}
-
-/// W's directions prepared once by `fast` for the input projection `X·Wᵀ`, when `init` has W
-/// as a constant f32 `[dirs, gates·hidden, input]` (every kind: the projection takes whole
-/// directions).
-fn prepare_constant_w(
-    init: &KernelInit<'_>,
-    kind: Kind,
-    dirs: usize,
-    fast: Option<&Arc<dyn FastGemm>>,
-) -> KernelResult<Option<PreparedDirs>> {
-    match (fast, constant_weight(init, 1, kind, dirs)) {
-        (Some(fast), Some((values, rows, input))) => {
-            prepare_dirs(fast.as_ref(), values, rows, input)
-        }
-        _ => Ok(None),
-    }
 }
 
 fn build(
@@ -190,8 +149,13 @@ fn build(
         acts,
         input_forget: init.int_or("input_forget", 0)? != 0,
         linear_before_reset: init.int_or("linear_before_reset", 0)? != 0,
-        r_prepared: prepare_constant_r(init, kind, dirs, fast.as_ref())?,
-        w_prepared: prepare_constant_w(init, kind, dirs, fast.as_ref())?,
+        // GRU's reset gate splits R: its cells multiply by parts of it, packed per run.
+        r_prepared: match kind {
+            Kind::Gru => None,
+            _ => prepare_constant(init, 2, kind, dirs, fast.as_ref())?,
+        },
+        // The input projection takes whole directions of W, for every kind.
+        w_prepared: prepare_constant(init, 1, kind, dirs, fast.as_ref())?,
         fast,
     }))
 }
