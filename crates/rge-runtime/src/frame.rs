@@ -312,19 +312,43 @@ impl<'a> Frame<'a> {
         Ok(())
     }
 
-    /// The graph outputs, copied out of the frame.
-    pub(crate) fn outputs(&self) -> RuntimeResult<Vec<Value>> {
-        self.prog
-            .outputs
-            .iter()
-            .map(|(name, slot)| {
-                slot.and_then(|s| self.value(s))
-                    .map(|v| v.to_owned())
-                    .ok_or_else(|| {
-                        RuntimeError::Other(format!("graph output `{name}` has no value"))
-                    })
-            })
-            .collect()
+    /// The graph outputs: run-time values moved out of the frame (large outputs are made so,
+    /// see `assemble::own_large_outputs`), planned ones copied out of the arena.
+    pub(crate) fn outputs(&mut self) -> RuntimeResult<Vec<Value>> {
+        let prog = self.prog;
+        let mut out: Vec<Value> = Vec::with_capacity(prog.outputs.len());
+        // Where each slot went first: a value listed twice is moved once, then cloned.
+        let mut first: hashbrown::HashMap<u32, usize> = hashbrown::HashMap::new();
+        for (name, slot) in &prog.outputs {
+            let v = match *slot {
+                Some(s) => match first.get(&s) {
+                    Some(&j) => Some(out[j].clone()),
+                    None => {
+                        first.insert(s, out.len());
+                        self.take_output(s)
+                    }
+                },
+                None => None,
+            };
+            out.push(v.ok_or_else(|| {
+                RuntimeError::Other(format!("graph output `{name}` has no value"))
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// The value of output slot `s`: moved out when it is a run-time value, else copied.
+    fn take_output(&mut self, s: u32) -> Option<Value> {
+        if let Storage::Dynamic(d) = self.prog.slots[s as usize].storage {
+            if let Some(v) = self
+                .dynamic
+                .get_mut(d as usize)
+                .and_then(|c| c.value.get_mut().take())
+            {
+                return Some(v);
+            }
+        }
+        self.value(s).map(|v| v.to_owned())
     }
 }
 

@@ -140,6 +140,54 @@ fn add_chain_plans_two_buffers_and_runs() {
 }
 
 #[test]
+fn large_outputs_are_written_in_their_own_buffers_and_moved_out() {
+    // h (128 KiB) is a graph output and Mul's input: it leaves the arena. r is a view
+    // (Reshape) of n, so n stays planned and r is copied out.
+    let m = model(
+        graph(
+            "large_outputs",
+            vec![
+                node("Relu", "relu", &["x"], &["h"]),
+                node("Mul", "neg", &["h", "minus_one"], &["n"]),
+                node("Reshape", "reshape", &["n", "shape"], &["r"]),
+            ],
+            vec![vi("x", F32, Some(&[128, 256]))],
+            vec![
+                vi("h", F32, Some(&[128, 256])),
+                vi("r", F32, Some(&[256, 128])),
+            ],
+            vec![
+                i64_tensor("shape", &[2], &[256, 128]),
+                f32_tensor("minus_one", &[1], &[-1.0]),
+            ],
+        ),
+        17,
+    );
+    let model = build(&m);
+    let plan = model.plan().clone();
+    let bytes = 128 * 256 * 4;
+    assert!(
+        plan.arena_bytes >= bytes && plan.arena_bytes < 2 * bytes,
+        "n alone is planned: {plan:?}"
+    );
+    for kind in ExecutorKind::ALL {
+        for run in 0..3 {
+            let x: Vec<f32> = (0..128 * 256)
+                .map(|i| ((i * 7 + run) % 13) as f32 - 6.0)
+                .collect();
+            let outs = model
+                .run_with(&[tensor(&[128, 256], x.clone())], kind, None)
+                .unwrap();
+            let relu: Vec<f32> = x.iter().map(|v| v.max(0.0)).collect();
+            assert_eq!(floats(&outs[0]), relu, "{kind}");
+            assert_eq!(outs[1].as_tensor().unwrap().shape(), &[256, 128]);
+            let neg: Vec<f32> = relu.iter().map(|v| -v).collect();
+            assert_eq!(floats(&outs[1]), neg, "{kind}");
+        }
+    }
+}
+
+#[test]
 fn fixture_clip() {
     let mut s = session(ExecutorKind::Sequential);
     let g = rge_formats::onnx::import_file(fixture("onnx_clip_v9.onnx"))

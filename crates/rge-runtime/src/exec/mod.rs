@@ -171,7 +171,7 @@ pub fn run_program(
     opts: &RunOptions<'_>,
 ) -> RuntimeResult<Vec<Value>> {
     let inputs = bind_inputs(prog, formal, parent)?;
-    let frame = Frame::new(prog, &inputs, opts);
+    let mut frame = Frame::new(prog, &inputs, opts);
     match opts.executor {
         ExecutorKind::Sequential => {
             for i in 0..prog.steps.len() {

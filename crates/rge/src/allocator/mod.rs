@@ -4,11 +4,13 @@
 //! - **Small blocks: mimalloc.** glibc's malloc slows down on the millions of small allocations
 //!   of a large compile (its free-list consolidation grows with the heap: a 300k-node graph
 //!   took six times as long as a 100k one); mimalloc stays near-linear.
-//! - **Large blocks (weights, packed panels, the activation arena): a mapping each**, unmapped
-//!   when freed and grown with `mremap`. mimalloc kept about 1 MiB of every freed 9 MiB weight
-//!   that a packed copy replaced (45 MiB more peak memory running BERT-base), and glibc's heap
-//!   keeps freed large blocks once its mmap threshold has risen (ResNet-50 peaked 28 MiB
-//!   higher). Mapped blocks are page aligned, so an activation arena starts on a cache line.
+//! - **Large blocks (weights, packed panels, the activation arena, outputs): a mapping each**,
+//!   grown with `mremap`; when freed, kept for the next large allocation (up to 64 MiB in 8
+//!   blocks, `reuse.rs`: a run's large outputs get the last run's pages, with no page faults)
+//!   or unmapped. mimalloc kept about 1 MiB of every freed 9 MiB weight that a packed copy
+//!   replaced (45 MiB more peak memory running BERT-base), and glibc's heap keeps freed large
+//!   blocks once its mmap threshold has risen (ResNet-50 peaked 28 MiB higher). Mapped blocks
+//!   are page aligned, so an activation arena starts on a cache line.
 //! - **Huge pages on large blocks only** (`MADV_HUGEPAGE`; without them ResNet-50 runs about
 //!   4% slower). mimalloc is built without its own advice (`no_thp`): with it, each region it
 //!   purged and reused came back as a 2 MiB page zeroed whole (a 100k-node compile ran 12%
@@ -17,7 +19,9 @@
 //! - **`--memory-limit`.** With a limit set ([`set_limit`]), the bytes allocated are counted,
 //!   and an allocation that would take them over the limit ends the process with a message
 //!   naming the option and the limit (exit status 1), before the kernel's out-of-memory killer
-//!   would. Memory-mapped model files are not counted: the kernel can drop their pages.
+//!   would. Freed blocks kept for reuse count until they are unmapped, which happens first when
+//!   the limit would be passed. Memory-mapped model files are not counted: the kernel can drop
+//!   their pages.
 //!
 //! This is the one hand-written part: no allocator crate routes by size to the OS.
 
@@ -59,7 +63,12 @@ fn charge(bytes: usize) {
         return;
     }
     let bytes = bytes as isize;
-    let now = IN_USE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    let mut now = IN_USE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    if now > limit as isize {
+        // Freed blocks kept for reuse go first.
+        let kept = mapped::drain() as isize;
+        now = IN_USE.fetch_sub(kept, Ordering::Relaxed) - kept;
+    }
     if now > limit as isize {
         over_limit(limit, bytes as usize, now as usize);
     }
@@ -132,102 +141,22 @@ fn map_len(size: usize) -> usize {
 }
 
 #[cfg(target_os = "linux")]
-mod mapped {
-    use super::{map_len, HUGE_PAGE, PAGE};
-
-    /// Asks the kernel to back the mapping's aligned 2 MiB stretches with huge pages. The whole
-    /// mapping is advised, not only those stretches: a part advised alone becomes a mapping
-    /// of its own to the kernel, and `mremap` refuses a range over two. Advice only: a failure
-    /// changes nothing but speed.
-    fn advise_huge(ptr: *mut u8, len: usize) {
-        // SAFETY: the range is a whole mapping this module made (page aligned);
-        // MADV_HUGEPAGE changes how its pages are backed, never their contents.
-        unsafe {
-            libc::madvise(ptr.cast(), len, libc::MADV_HUGEPAGE);
-        }
-    }
-
-    /// A new zeroed mapping for `size` bytes, starting on a huge page boundary when it spans
-    /// one (so its first stretches can be huge pages); null when the kernel refuses.
-    pub(super) fn map(size: usize) -> *mut u8 {
-        let len = map_len(size);
-        // Room to slide to a 2 MiB boundary; the slack is unmapped right after.
-        let slack = if len >= HUGE_PAGE {
-            HUGE_PAGE - PAGE
-        } else {
-            0
-        };
-        // SAFETY: an anonymous private mapping at an address the kernel picks touches no
-        // existing memory.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len + slack,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return std::ptr::null_mut();
-        }
-        let raw = raw as usize;
-        let start = if slack > 0 {
-            raw.next_multiple_of(HUGE_PAGE)
-        } else {
-            raw
-        };
-        // SAFETY: the head `raw..start` and the tail past `start + len` are parts of the
-        // mapping just made that nothing uses (both page aligned, possibly empty).
-        unsafe {
-            if start > raw {
-                libc::munmap(raw as *mut libc::c_void, start - raw);
-            }
-            let tail = raw + len + slack - (start + len);
-            if tail > 0 {
-                libc::munmap((start + len) as *mut libc::c_void, tail);
-            }
-        }
-        advise_huge(start as *mut u8, len);
-        start as *mut u8
-    }
-
-    /// Unmaps a block `map` returned for `size` bytes.
-    ///
-    /// # Safety
-    /// `ptr` came from `map(size)` (or `remap(.., size)`) and is not used after.
-    pub(super) unsafe fn unmap(ptr: *mut u8, size: usize) {
-        // SAFETY: the caller's guarantee: this is our whole mapping, no longer used.
-        unsafe {
-            libc::munmap(ptr.cast(), map_len(size));
-        }
-    }
-
-    /// Grows or shrinks a mapping, moving it when needed (its bytes move with it); null when
-    /// the kernel refuses (the old mapping is then untouched).
-    ///
-    /// # Safety
-    /// `ptr` came from `map(old)` (or `remap(.., old)`).
-    pub(super) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> *mut u8 {
-        // SAFETY: the caller's guarantee: `ptr..ptr + map_len(old)` is our whole mapping.
-        let p =
-            unsafe { libc::mremap(ptr.cast(), map_len(old), map_len(new), libc::MREMAP_MAYMOVE) };
-        if p == libc::MAP_FAILED {
-            return std::ptr::null_mut();
-        }
-        advise_huge(p.cast(), map_len(new));
-        p.cast()
-    }
-}
+mod mapped;
+#[cfg(target_os = "linux")]
+mod reuse;
 
 #[cfg(not(target_os = "linux"))]
 mod mapped {
     // `is_mapped` is false off Linux: these are never called.
-    pub(super) fn map(_: usize) -> *mut u8 {
-        std::ptr::null_mut()
+    pub(super) fn alloc(_: usize, _: bool) -> (*mut u8, usize) {
+        (std::ptr::null_mut(), 0)
     }
-    pub(super) unsafe fn unmap(_: *mut u8, _: usize) {}
+    pub(super) unsafe fn free(_: *mut u8, _: usize) -> usize {
+        0
+    }
+    pub(super) fn drain() -> usize {
+        0
+    }
     pub(super) unsafe fn remap(_: *mut u8, _: usize, _: usize) -> *mut u8 {
         std::ptr::null_mut()
     }
@@ -235,13 +164,16 @@ mod mapped {
 
 // SAFETY: a block is mapped or from mimalloc by its layout (`is_mapped`), which the caller
 // passes unchanged to `dealloc` and `realloc`, so each block goes back the way it came; mapped
-// blocks are page aligned (at least the layout's alignment) and zeroed; a `realloc` across the
-// size boundary copies into a block of the other kind.
+// blocks are page aligned (at least the layout's alignment) and zeroed for `alloc_zeroed`
+// (fresh mappings read as zero, reused ones are cleared); a `realloc` across the size boundary
+// copies into a block of the other kind.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         charge(layout.size());
         if is_mapped(layout) {
-            return mapped::map(layout.size());
+            let (p, reused) = mapped::alloc(layout.size(), false);
+            refund(reused);
+            return p;
         }
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { MiMalloc.alloc(layout) }
@@ -250,20 +182,22 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         charge(layout.size());
         if is_mapped(layout) {
-            // Fresh anonymous mappings read as zero.
-            return mapped::map(layout.size());
+            let (p, reused) = mapped::alloc(layout.size(), true);
+            refund(reused);
+            return p;
         }
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { MiMalloc.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        refund(layout.size());
         // SAFETY: `ptr` came from `alloc` with this layout, so from the same kind of block.
         unsafe {
             if is_mapped(layout) {
-                mapped::unmap(ptr, layout.size())
+                // A kept block still counts (it is still memory); what is unmapped does not.
+                refund(mapped::free(ptr, layout.size()));
             } else {
+                refund(layout.size());
                 MiMalloc.dealloc(ptr, layout)
             }
         }
@@ -334,6 +268,34 @@ mod tests {
                 .iter()
                 .all(|&b| b == 0));
             a.dealloc(z, big);
+        }
+    }
+
+    #[test]
+    fn a_freed_large_block_serves_the_next_one_of_its_size_cleared_when_asked() {
+        let a = Allocator;
+        // 40 MiB: no other test asks for a size this block would serve.
+        let l = Layout::from_size_align(40 << 20, 64).unwrap();
+        // SAFETY: a valid layout; each block is freed once with it.
+        unsafe {
+            let p = a.alloc(l);
+            std::ptr::write_bytes(p, 0xAB, l.size());
+            a.dealloc(p, l);
+            let q = a.alloc(l);
+            assert_eq!(q, p, "the kept mapping is reused");
+            assert_eq!(*q.add(l.size() - 1), 0xAB, "not cleared for alloc");
+            a.dealloc(q, l);
+            let z = a.alloc_zeroed(l);
+            assert!(std::slice::from_raw_parts(z, l.size())
+                .iter()
+                .all(|&b| b == 0));
+            // A smaller block within half its size reuses it too, shrunk.
+            let half = Layout::from_size_align(24 << 20, 64).unwrap();
+            a.dealloc(z, l);
+            let h = a.alloc(half);
+            assert_eq!(h, z, "shrunk in place");
+            *h.add(half.size() - 1) = 1;
+            a.dealloc(h, half);
         }
     }
 
