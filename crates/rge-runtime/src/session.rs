@@ -35,6 +35,15 @@ pub struct SessionOptions {
     /// built model's graph, so saving it keeps them (`rge compile`); off, they are dropped
     /// once the kernels are built, which saves their memory.
     pub keep_compiled_state: bool,
+    /// Make the thread that creates the session one of its pool's workers (when it uses more
+    /// than one thread and belongs to no pool yet). A run called from that thread then runs
+    /// on it, taking part in each parallel op, instead of handing the run to a worker and
+    /// sleeping until it ends: 20-70 µs less per run at 2 threads (a GEMV layer ran 0.093 ms
+    /// against 0.050 at 1 thread). For a process that runs its models from the thread that
+    /// made them, as `rge run` and `rge bench` do: parallel work that thread starts outside a
+    /// run goes to this pool rather than rayon's global one. Sessions of the same thread count made
+    /// on that thread share the pool, which lives as long as the thread.
+    pub caller_in_pool: bool,
 }
 
 impl Default for SessionOptions {
@@ -47,6 +56,7 @@ impl Default for SessionOptions {
             kernels: KernelRegistry::default(),
             kernel_threads: 1,
             keep_compiled_state: false,
+            caller_in_pool: false,
         }
     }
 }
@@ -94,6 +104,41 @@ impl std::fmt::Debug for Session {
     }
 }
 
+fn pool_builder(threads: usize) -> rayon::ThreadPoolBuilder {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("rge-worker-{i}"))
+}
+
+thread_local! {
+    /// The pool this thread joined as worker 0 (`SessionOptions::caller_in_pool`). Kept for
+    /// the thread's life: rayon leaves a joined thread registered with the pool, and parallel
+    /// work it started after the pool ended would find a terminated pool (rayon aborts).
+    static JOINED: std::cell::RefCell<Option<Arc<rayon::ThreadPool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The pool of `threads` threads this thread is worker 0 of: the one it joined before when it
+/// has that many threads, else a new one when the thread is in no pool yet; `None` otherwise
+/// (the caller makes a pool of its own threads).
+fn joined_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+    JOINED
+        .try_with(|j| {
+            let mut j = j.try_borrow_mut().ok()?;
+            if let Some(p) = j.as_ref() {
+                return (p.current_num_threads() == threads).then(|| Arc::clone(p));
+            }
+            if rayon::current_thread_index().is_some() {
+                return None;
+            }
+            let p = Arc::new(pool_builder(threads).use_current_thread().build().ok()?);
+            *j = Some(Arc::clone(&p));
+            Some(p)
+        })
+        .ok()
+        .flatten()
+}
+
 impl Session {
     /// A session with `options`.
     pub fn new(options: SessionOptions) -> RuntimeResult<Self> {
@@ -108,18 +153,24 @@ impl Session {
                 format!("{threads} is too many"),
             ));
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("rge-worker-{i}"))
-            .build()
-            .map_err(|e| RuntimeError::option("threads", e.to_string()))?;
+        let joined = (options.caller_in_pool && threads > 1)
+            .then(|| joined_pool(threads))
+            .flatten();
+        let pool = match joined {
+            Some(p) => p,
+            None => Arc::new(
+                pool_builder(threads)
+                    .build()
+                    .map_err(|e| RuntimeError::option("threads", e.to_string()))?,
+            ),
+        };
         let engines = match &options.engines {
             Some(e) => e.clone(),
             None => EngineSet::standard(&options.kernels)?,
         };
         Ok(Session {
             engines,
-            pool: Some(Arc::new(pool)),
+            pool: Some(pool),
             graphs: BTreeMap::new(),
             ops_cache: Mutex::new(HashMap::new()),
             models_built: Default::default(),

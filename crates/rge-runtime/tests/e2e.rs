@@ -127,6 +127,60 @@ fn eight_threads_two_hundred_runs_each() {
 }
 
 #[test]
+fn a_session_with_the_caller_in_its_pool_runs_from_any_thread() {
+    // A fresh thread: the caller becomes worker 0 of the first session's pool, for good.
+    std::thread::spawn(|| {
+        let opts = |threads| SessionOptions {
+            threads,
+            kernel_threads: threads,
+            caller_in_pool: true,
+            ..SessionOptions::with_kernels(kernels())
+        };
+        let build = |s: &mut Session| {
+            s.add_graph(1, to_graph(&mlp())).unwrap();
+            s.build_graph(1).unwrap()
+        };
+        let x = input_x(3);
+        let (want, want2) = mlp_reference(&x);
+        let check = |m: &Model, kind: ExecutorKind| {
+            let outs = m
+                .run_with(&[tensor(&[4, 8], x.clone())], kind, None)
+                .unwrap();
+            assert_eq!(floats(&outs[0]), want, "{kind}");
+            assert_eq!(floats(&outs[1]), want2, "{kind}");
+        };
+        {
+            let mut s = Session::new(opts(2)).unwrap();
+            assert_eq!(rayon::current_thread_index(), Some(0), "the caller joined");
+            let model = build(&mut s);
+            for kind in ExecutorKind::ALL {
+                check(&model, kind);
+            }
+        }
+        // The first session is gone; its pool is not (the thread is still its worker 0): a
+        // later session shares it, and one of another thread count gets threads of its own.
+        let mut s2 = Session::new(opts(2)).unwrap();
+        let model2 = build(&mut s2);
+        let mut s3 = Session::new(opts(3)).unwrap();
+        let model3 = build(&mut s3);
+        for kind in ExecutorKind::ALL {
+            check(&model2, kind);
+            check(&model3, kind);
+        }
+        // From a thread of no pool: the run is handed to the pool's other worker.
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                for kind in ExecutorKind::ALL {
+                    check(&model2, kind);
+                }
+            });
+        });
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
 fn add_chain_plans_two_buffers_and_runs() {
     let model = build(&add_chain(1000));
     let plan = model.plan();

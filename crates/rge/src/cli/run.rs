@@ -54,6 +54,8 @@ pub fn session_keeping(
         // Large kernels split their work over the same number of threads.
         kernel_threads: threads.unwrap_or(1),
         keep_compiled_state: keep,
+        // The command runs its models from this thread, for the life of the process.
+        caller_in_pool: true,
         ..SessionOptions::with_engines(engine_set(engines)?)
     })?)
 }
