@@ -206,8 +206,11 @@ fn base(m: usize, n: usize, k: usize) -> Spec {
 #[test]
 fn blocking_edges() {
     // Shapes across every ISA's KC (256), MC (96/144/480) and NC (1024/2048) boundaries,
-    // each with both operands raw and packed, accumulating over several K blocks.
+    // each with both operands raw and packed, accumulating over several K blocks. A raw
+    // row-major B is read in place but for its tail panel, and packed whole when its row
+    // stride is a multiple of 4 KiB (n = 1024).
     for (m, n, k) in [
+        (40, 1024, 300),
         (500, 70, 600),
         (25, 2100, 7),
         (97, 1030, 260),

@@ -47,11 +47,14 @@ pub(crate) enum Mode {
 }
 
 /// One output tile: `rows` × `cols` of C at (`row0`, `col0`), from an A micro-panel (`PANEL_A`
-/// floats per k step) and a B micro-panel (`PANEL_B` floats per k step).
+/// floats per k step) and B's rows: a packed micro-panel (`ldb == PANEL_B`) or, read in place,
+/// the rows of a row-major B (`ldb` its row stride, every row holding the tile's full width).
 #[derive(Clone, Copy)]
 pub(crate) struct Tile {
     pub a: *const f32,
     pub b: *const f32,
+    /// Floats from one k step of B to the next.
+    pub ldb: usize,
     pub kc: usize,
     pub c: *mut f32,
     pub ldc: usize,
@@ -72,7 +75,8 @@ pub(crate) struct Store<'e> {
 /// Runs one tile of at most `PANEL_A` × `PANEL_B` on `isa`.
 ///
 /// # Safety
-/// `isa` must be available; `t.a`/`t.b` must hold `t.kc` k steps of full panels; C must be
+/// `isa` must be available; `t.a`/`t.b` must hold `t.kc` k steps of full panels (B's steps
+/// `t.ldb` floats apart); C must be
 /// writable for `t.rows` rows of `t.cols` floats at stride `t.ldc`; the epilogue's operands must
 /// cover the tile (the driver validates all of this before the first tile).
 #[inline]
@@ -145,20 +149,20 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
     for _ in 0..main / 4 {
         // SAFETY: `a` and `b` have four steps left (kc steps in all).
         unsafe {
-            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
-            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
-            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
-            step::<S, R, NV>(s, &mut acc, &mut a, &mut b);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb);
+            step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb);
         }
     }
     for _ in 0..main % 4 {
         // SAFETY: `a` and `b` have a step left.
-        unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b) };
+        unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb) };
     }
     prefetch_c::<S, R>(s, t);
     for _ in 0..tail {
         // SAFETY: as above.
-        unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b) };
+        unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb) };
     }
     if st.epi.is_none() && t.cols == NV * S::LANES {
         // SAFETY: forwarded contract.
@@ -185,7 +189,8 @@ fn prefetch_c<S: Simd, const R: usize>(s: S, t: &Tile) {
     }
 }
 
-/// One k step of the register tile: `acc += a[0..R] ⊗ b[0..NV·LANES]`, then advance.
+/// One k step of the register tile: `acc += a[0..R] ⊗ b[0..NV·LANES]`, then advance (B by
+/// `ldb`).
 ///
 /// # Safety
 /// `a` must hold `R` floats and `b` `NV·LANES` floats.
@@ -195,10 +200,11 @@ unsafe fn step<S: GemmSimd, const R: usize, const NV: usize>(
     acc: &mut [[S::V; NV]; R],
     a: &mut *const f32,
     b: &mut *const f32,
+    ldb: usize,
 ) {
     if S::PREFETCH_B {
-        s.prefetch(b.wrapping_add(PF_B_STEPS * PANEL_B));
-        s.prefetch(b.wrapping_add(PF_B_STEPS * PANEL_B + 16));
+        s.prefetch(b.wrapping_add(PF_B_STEPS * ldb));
+        s.prefetch(b.wrapping_add(PF_B_STEPS * ldb + 16));
     }
     let mut bv = [s.splat(0.0); NV];
     for (v, bv) in bv.iter_mut().enumerate() {
@@ -212,11 +218,12 @@ unsafe fn step<S: GemmSimd, const R: usize, const NV: usize>(
             *acc = s.mul_add(av, bv, *acc);
         }
     }
-    // SAFETY: at most one past the panel's last step.
+    // SAFETY: at most one past the panel's last step (B: one row stride past the last row
+    // read, wrapping: it is never read).
     unsafe {
         *a = a.add(PANEL_A);
-        *b = b.add(PANEL_B);
     }
+    *b = b.wrapping_add(ldb);
 }
 
 /// The common store: full-width tile, no epilogue (small enough to unroll into registers).
@@ -408,6 +415,7 @@ mod tests {
                         let t = Tile {
                             a: a.as_slice().as_ptr(),
                             b: b.as_slice()[j * kc * PANEL_B..].as_ptr(),
+                            ldb: PANEL_B,
                             kc,
                             c: c.as_mut_slice().as_mut_ptr(),
                             ldc: PANEL_B,
