@@ -317,19 +317,14 @@ impl<'a> Frame<'a> {
     pub(crate) fn outputs(&mut self) -> RuntimeResult<Vec<Value>> {
         let prog = self.prog;
         let mut out: Vec<Value> = Vec::with_capacity(prog.outputs.len());
-        // Where each slot went first: a value listed twice is moved once, then cloned.
-        let mut first: hashbrown::HashMap<u32, usize> = hashbrown::HashMap::new();
-        for (name, slot) in &prog.outputs {
-            let v = match *slot {
-                Some(s) => match first.get(&s) {
-                    Some(&j) => Some(out[j].clone()),
-                    None => {
-                        first.insert(s, out.len());
-                        self.take_output(s)
-                    }
-                },
-                None => None,
-            };
+        for (k, (name, slot)) in prog.outputs.iter().enumerate() {
+            let v = slot.and_then(|s| {
+                self.take_output(s).or_else(|| {
+                    // Moved out already: an earlier output is the same value.
+                    let j = prog.outputs[..k].iter().position(|o| o.1 == Some(s))?;
+                    Some(out[j].clone())
+                })
+            });
             out.push(v.ok_or_else(|| {
                 RuntimeError::Other(format!("graph output `{name}` has no value"))
             })?);

@@ -41,8 +41,8 @@ pub struct SessionOptions {
     /// sleeping until it ends: 20-70 µs less per run at 2 threads (a GEMV layer ran 0.093 ms
     /// against 0.050 at 1 thread). For a process that runs its models from the thread that
     /// made them, as `rge run` and `rge bench` do: parallel work that thread starts outside a
-    /// run goes to this pool rather than rayon's global one. Sessions of the same thread count made
-    /// on that thread share the pool, which lives as long as the thread.
+    /// run goes to this pool rather than rayon's global one. Sessions of the same thread count
+    /// made on that thread share the pool, which lives as long as the thread.
     pub caller_in_pool: bool,
 }
 

@@ -402,3 +402,34 @@ fn models_and_sessions_cross_threads() {
     fn send<T: Send>() {}
     send::<Session>();
 }
+
+#[test]
+fn a_large_output_listed_twice_is_moved_once_and_cloned() {
+    let m = model(
+        graph(
+            "dup",
+            vec![node("Relu", "relu", &["x"], &["h"])],
+            vec![vi("x", F32, Some(&[128, 256]))],
+            vec![
+                vi("h", F32, Some(&[128, 256])),
+                vi("h", F32, Some(&[128, 256])),
+            ],
+            vec![],
+        ),
+        17,
+    );
+    let model = build(&m);
+    let x: Vec<f32> = (0..128 * 256).map(|i| (i % 13) as f32 - 6.0).collect();
+    let outs = model
+        .run_with(
+            &[tensor(&[128, 256], x.clone())],
+            ExecutorKind::Sequential,
+            None,
+        )
+        .unwrap();
+    assert_eq!(outs.len(), 2);
+    assert_eq!(model.plan().arena_bytes, 0, "h has its own buffer");
+    let relu: Vec<f32> = x.iter().map(|v| v.max(0.0)).collect();
+    assert_eq!(floats(&outs[0]), relu);
+    assert_eq!(floats(&outs[1]), relu);
+}

@@ -7,7 +7,7 @@
 //! a few freed blocks (at most [`CAPACITY`] bytes) gives the next run's output the same pages.
 
 /// The most bytes kept (GPT-2's 128-token logits are 25 MiB).
-pub(super) const CAPACITY: usize = 64 << 20;
+const CAPACITY: usize = 64 << 20;
 /// The most blocks kept.
 const SLOTS: usize = 8;
 
