@@ -162,6 +162,27 @@ mod mapped {
     }
 }
 
+/// A counted block for `layout`, zeroed when `zeroed`: mapped (a kept one reused) or mimalloc's.
+///
+/// # Safety
+/// As `GlobalAlloc::alloc`: `layout` has a non-zero size.
+unsafe fn alloc_block(layout: Layout, zeroed: bool) -> *mut u8 {
+    charge(layout.size());
+    if is_mapped(layout) {
+        let (p, reused) = mapped::alloc(layout.size(), zeroed);
+        refund(reused);
+        return p;
+    }
+    // SAFETY: the caller's guarantees.
+    unsafe {
+        if zeroed {
+            MiMalloc.alloc_zeroed(layout)
+        } else {
+            MiMalloc.alloc(layout)
+        }
+    }
+}
+
 // SAFETY: a block is mapped or from mimalloc by its layout (`is_mapped`), which the caller
 // passes unchanged to `dealloc` and `realloc`, so each block goes back the way it came; mapped
 // blocks are page aligned (at least the layout's alignment) and zeroed for `alloc_zeroed`
@@ -169,25 +190,13 @@ mod mapped {
 // copies into a block of the other kind.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        charge(layout.size());
-        if is_mapped(layout) {
-            let (p, reused) = mapped::alloc(layout.size(), false);
-            refund(reused);
-            return p;
-        }
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe { MiMalloc.alloc(layout) }
+        unsafe { alloc_block(layout, false) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        charge(layout.size());
-        if is_mapped(layout) {
-            let (p, reused) = mapped::alloc(layout.size(), true);
-            refund(reused);
-            return p;
-        }
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe { MiMalloc.alloc_zeroed(layout) }
+        unsafe { alloc_block(layout, true) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
