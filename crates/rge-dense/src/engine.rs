@@ -30,6 +30,35 @@ fn conv_2d(op: &OpDesc) -> Result<(), String> {
     }
 }
 
+/// FusedConvNhwc that the dense kernel runs: 2-D, ungrouped or depthwise.
+fn conv_nhwc(op: &OpDesc) -> Result<(), String> {
+    let group = op.attrs().get_int("group").ok().flatten().unwrap_or(1);
+    match op.input(1).map(|d| d.shape().dims().to_vec()) {
+        Some(w) if crate::conv_nhwc::supported_grouping(&w, group) => Ok(()),
+        Some(w) => Err(format!(
+            "channels-last convolutions are 2-D, ungrouped or depthwise: weights {w:?}, group {group}"
+        )),
+        None => Err("the weights' shape is unknown".into()),
+    }
+}
+
+/// Transpose that the dense kernel runs: a 4-D layout conversion between NCHW and NHWC.
+fn transdata(op: &OpDesc) -> Result<(), String> {
+    let perm = match op.attrs().get("perm") {
+        Some(rge_ir::AttrValue::ListInt(p)) => p.clone(),
+        _ => return Err("dense transposes only with an explicit perm".into()),
+    };
+    if !crate::transdata::supported_perm(&perm) {
+        return Err(format!(
+            "dense transposes between NCHW and NHWC only; perm {perm:?}"
+        ));
+    }
+    match op.input(0).and_then(|d| d.shape().rank()) {
+        Some(4) => Ok(()),
+        r => Err(format!("a layout conversion of rank {r:?}")),
+    }
+}
+
 /// ConvTranspose that the dense kernel runs: weights of rank 3 or more (1-D, 2-D, 3-D).
 fn conv_transpose_nd(op: &OpDesc) -> Result<(), String> {
     match op.input(1).and_then(|d| d.shape().rank()) {
@@ -86,6 +115,28 @@ pub fn kernel_set() -> KernelSet {
             .inputs(ports(4))
             .outputs(ports(1))
             .with_check(conv_2d),
+    );
+    set.add(
+        KernelDef::new(
+            "dense.FusedConvNhwc",
+            crate::layout::CONV_NHWC,
+            crate::conv_nhwc::create_conv_nhwc,
+        )
+        .with_prepare(crate::conv_nhwc::prepare_conv_nhwc)
+        .domain(RGE_DOMAIN)
+        .inputs(ports(4))
+        .outputs(ports(1))
+        .with_check(conv_nhwc),
+    );
+    set.add(
+        KernelDef::new(
+            "dense.TransData",
+            "Transpose",
+            crate::transdata::create_transdata,
+        )
+        .inputs(ports(1))
+        .outputs(ports(1))
+        .with_check(transdata),
     );
     // The recurrent nets: X, W, R, B, sequence_lens (int32), initial_h[, initial_c, P].
     let recurrent_inputs = |n: usize| {

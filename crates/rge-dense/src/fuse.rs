@@ -16,6 +16,9 @@
 //! - **Transposed B** (`fuse_transpose.rs`): `MatMul(A, Transpose(B))` swapping B's last two
 //!   dims becomes a FusedMatMul with `transB = 1`.
 //!
+//! - **Channels-last regions** (`layout.rs`): connected convolutions with a depthwise one
+//!   become FusedConvNhwc, with Transposes only at the region's borders.
+//!
 //! Each rewrite is recorded on the new node (`_rge_fused`: the node names it replaced), which
 //! `rge explain` shows.
 
@@ -56,6 +59,10 @@ impl GraphOptimizer for DenseFusion {
         }
         // After the epilogues: a FusedMatMul takes a transposed B as well as a MatMul does.
         while let Some(p) = crate::fuse_transpose::next_transposed_b(graph.graph()).map_err(err)? {
+            graph.apply(p)?;
+        }
+        // Last, on the fused convolutions: the regions that run channels-last.
+        while let Some(p) = crate::layout::next_channels_last_region(graph.graph()).map_err(err)? {
             graph.apply(p)?;
         }
         Ok(())

@@ -24,7 +24,7 @@ pub(crate) fn gemm_err(e: GemmError) -> KernelError {
 }
 
 /// The epilogue activation of a fused op (`activation`, `activation_params`), or None.
-fn activation(init: &KernelInit<'_>) -> KernelResult<Activation> {
+pub(crate) fn activation(init: &KernelInit<'_>) -> KernelResult<Activation> {
     let p = init.floats_opt("activation_params")?.unwrap_or(&[]);
     let at = |i: usize, d: f32| p.get(i).copied().unwrap_or(d);
     Ok(match init.str_or("activation", "")? {

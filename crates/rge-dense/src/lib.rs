@@ -7,9 +7,12 @@ compile_error!(
     "rge-dense's packed-operand format is little-endian; big-endian targets are not supported"
 );
 
+pub mod conv_nhwc;
 pub mod conv_transpose;
 pub mod depthwise;
 pub mod depthwise_blocked;
+pub mod depthwise_nhwc;
+pub mod direct_nhwc;
 pub mod einsum;
 pub mod engine;
 pub mod fuse;
@@ -18,9 +21,11 @@ mod gather;
 pub mod gemm;
 mod im2col;
 pub mod kernels;
+pub mod layout;
 pub mod recurrent;
 #[cfg(test)]
 mod test_values;
+pub mod transdata;
 pub mod winograd;
 
 pub use engine::{dense_engine, kernel_set, DENSE};

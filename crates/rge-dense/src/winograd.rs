@@ -44,6 +44,19 @@ pub struct WinogradWeights {
     cin: usize,
 }
 
+/// Whether an ungrouped convolution of this geometry and these channels runs as Winograd
+/// (given constant weights).
+pub fn suits(g: &DwGeometry, cin: usize, cout: usize) -> bool {
+    g.kh == 3
+        && g.kw == 3
+        && g.stride_h == 1
+        && g.stride_w == 1
+        && g.dil_h == 1
+        && g.dil_w == 1
+        && g.oh.div_ceil(2) * g.ow.div_ceil(2) >= MIN_TILES
+        && cin.min(cout) >= MIN_CHANNELS
+}
+
 impl WinogradWeights {
     /// From OIHW weights `[cout, cin, 3, 3]`.
     pub fn new(w: &[f32], cout: usize, cin: usize) -> Result<Self, GemmError> {
@@ -70,14 +83,7 @@ impl WinogradWeights {
 
     /// Whether a convolution of this geometry (3×3 filter assumed) should run here.
     pub fn suits(&self, g: &DwGeometry) -> bool {
-        g.kh == 3
-            && g.kw == 3
-            && g.stride_h == 1
-            && g.stride_w == 1
-            && g.dil_h == 1
-            && g.dil_w == 1
-            && g.oh.div_ceil(2) * g.ow.div_ceil(2) >= MIN_TILES
-            && self.cin.min(self.cout) >= MIN_CHANNELS
+        suits(g, self.cin, self.cout)
     }
 
     /// One image: `out` (`[cout, oh, ow]`) = `act(conv(x) + bias + z)` from `x` (`[cin, h, w]`).

@@ -3,7 +3,9 @@
 //! ConvTranspose (1-D to 3-D; output padding and shape), Einsum's GEMM patterns, MatMul (batch
 //! broadcasting, 1-D operands), Gemm (transposes, alpha, beta, every form of C), each with
 //! constant weights (packed when built) and computed ones, and the fused epilogues against the
-//! reference followed by the same bias, residual and activation. Max relative error 1e-4.
+//! reference followed by the same bias, residual and activation; the channels-last Conv
+//! (FusedConvNhwc) and layout conversions against the reference on permuted data. Max relative
+//! error 1e-4.
 
 use proptest::prelude::*;
 use rge_ir::{AttrMap, AttrValue};
@@ -302,8 +304,102 @@ prop_compose! {
     }
 }
 
+prop_compose! {
+    /// 2-D Conv for the channels-last kernel: ungrouped (up to 48 output channels, so the
+    /// direct kernel and the GEMM both run) or depthwise.
+    fn conv_nhwc_case()(
+        n in 1usize..3, cin in 1usize..40, cout in 1usize..48, depthwise in any::<bool>(),
+        h in 1usize..14, w in 1usize..14, k in 1usize..6, stride in 1usize..4,
+        dil in 1usize..3, pad in 0usize..3, auto in 0usize..4, bias in any::<bool>(),
+        seed in any::<u64>()
+    ) -> Case {
+        let (cin_g, cout, groups) = if depthwise { (1, cin, cin) } else { (cin, cout, 1) };
+        let reach = (k - 1) * dil + 1;
+        let (h, w) = (h.max(reach), w.max(reach));
+        let mut attrs = AttrMap::new();
+        attrs.set("group", groups as i64);
+        attrs.set("strides", ints(&[stride, stride]));
+        attrs.set("dilations", ints(&[dil, dil]));
+        match auto {
+            0 => attrs.set("pads", ints(&[pad, pad + 1 - (pad % 2), pad, pad])),
+            1 => attrs.set("auto_pad", "SAME_UPPER"),
+            2 => attrs.set("auto_pad", "SAME_LOWER"),
+            _ => attrs.set("auto_pad", "VALID"),
+        };
+        let inputs = vec![
+            Some(tensor(&[n, cin, h, w], seed)),
+            Some(tensor(&[cout, cin_g, k, k], seed ^ 1)),
+            bias.then(|| tensor(&[cout], seed ^ 2)),
+        ];
+        Case { op: "Conv", attrs, inputs }
+    }
+}
+
+/// A 4-D tensor with its dims permuted by `perm`.
+fn permuted(t: &Tensor, perm: [usize; 4]) -> Tensor {
+    let s = t.shape();
+    let out: Vec<usize> = perm.iter().map(|&p| s[p]).collect();
+    let strides = [s[1] * s[2] * s[3], s[2] * s[3], s[3], 1];
+    let v = t.as_slice::<f32>().unwrap();
+    let mut o = Vec::with_capacity(v.len());
+    for a in 0..out[0] {
+        for b in 0..out[1] {
+            for c in 0..out[2] {
+                for d in 0..out[3] {
+                    let idx = [a, b, c, d];
+                    let src: usize = (0..4).map(|i| idx[i] * strides[perm[i]]).sum();
+                    o.push(v[src]);
+                }
+            }
+        }
+    }
+    Tensor::from_vec(&out, o).unwrap()
+}
+
+/// FusedConvNhwc (constant and computed weights, 1 and 2 threads) against the reference Conv
+/// on NCHW data, both sides permuted.
+fn check_nhwc(c: &Case) -> Result<(), String> {
+    let want = permuted(&cpu(c), [0, 2, 3, 1]);
+    let mut nhwc = c.clone();
+    nhwc.inputs[0] = c.inputs[0].as_ref().map(|x| permuted(x, [0, 2, 3, 1]));
+    for constant in [&[][..], &[1][..]] {
+        let create = rge_dense::conv_nhwc::create_conv_nhwc;
+        let k = build(create, &nhwc, "FusedConvNhwc", "ai.rge", constant);
+        for threads in [1, 2] {
+            let got = run(k.as_ref(), &nhwc.inputs, threads)?;
+            close(&got, &want)
+                .map_err(|e| format!("constant inputs {constant:?}, threads {threads}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn conv_nhwc_matches_the_reference(c in conv_nhwc_case()) {
+        check_nhwc(&c).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn transdata_matches_the_reference(
+        n in 1usize..3, c in 1usize..40, h in 1usize..20, w in 1usize..20, seed in any::<u64>()
+    ) {
+        let x = tensor(&[n, c, h, w], seed);
+        let create = rge_dense::transdata::create_transdata;
+        for (perm, input) in [([0, 2, 3, 1], x.clone()), ([0, 3, 1, 2], permuted(&x, [0, 2, 3, 1]))] {
+            let mut attrs = AttrMap::new();
+            attrs.set("perm", AttrValue::ListInt(perm.iter().map(|&p| p as i64).collect()));
+            let case = Case { op: "Transpose", attrs, inputs: vec![Some(input.clone())] };
+            let k = build(create, &case, "Transpose", "", &[]);
+            for threads in [1, 2] {
+                let got = run(k.as_ref(), &case.inputs, threads).map_err(TestCaseError::fail)?;
+                let want = permuted(&input, perm);
+                prop_assert_eq!(got.as_slice::<f32>().unwrap(), want.as_slice::<f32>().unwrap());
+            }
+        }
+    }
 
     #[test]
     fn conv_matches_the_reference(c in conv_case()) {

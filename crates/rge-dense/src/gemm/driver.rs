@@ -110,6 +110,17 @@ fn with_bufs(f: impl FnOnce(&mut PackBufs)) {
     }
 }
 
+/// The ISA's fast transpose of a row-major A into packed panels, if it has one.
+fn panel_transpose(isa: Isa) -> Option<super::pack::PanelTranspose> {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if Isa::Avx512.is_available() => {
+            Some(super::simd::avx512::transpose_into_panel)
+        }
+        _ => None,
+    }
+}
+
 /// Whether the full panels of a raw B are read in place by the microkernel instead of packed
 /// (its tail panel is still packed, zero-filled). Only a row-major B, whose k steps are rows;
 /// a row stride that is a multiple of 4 KiB would put a panel's rows on the same few L1 sets,
@@ -217,7 +228,7 @@ fn run_part(
                 Src::Raw(raw) => {
                     let dst = abuf.resize(mc.div_ceil(PANEL_A) * PANEL_A * kc);
                     if kc > 0 {
-                        pack_a(dst, raw, (ic, mc), (pc, kc));
+                        pack_a(dst, raw, (ic, mc), (pc, kc), panel_transpose(isa));
                     }
                     abuf.as_slice()
                 }

@@ -97,9 +97,22 @@ pub(crate) struct Raw<'a> {
     pub trans: bool,
 }
 
+/// Transposes `rows` (≤ PANEL_A) rows of `kc` values (row stride `ld`) into a panel's `kc`
+/// steps of PANEL_A values; only the first `rows` values of each step are written.
+pub(crate) type PanelTranspose = unsafe fn(&[f32], usize, &mut [f32], usize, usize);
+
 /// Packs `op(A)[r0..r0+mc, p0..p0+kc]` (`rows = (r0, mc)`, `depth = (p0, kc)`) into `dst` as
-/// `ceil(mc/PANEL_A)` panels of `kc` steps; the caller checked bounds.
-pub(crate) fn pack_a(dst: &mut [f32], a: Raw<'_>, rows: (usize, usize), depth: (usize, usize)) {
+/// `ceil(mc/PANEL_A)` panels of `kc` steps; the caller checked bounds. A row-major A is
+/// transposed into the panels by `transpose` when the ISA has a fast one (AVX-512's in-register
+/// 16×16), else value by value (packing an NHWC convolution's pixels that way was a fifth of
+/// MobileNetV2's run).
+pub(crate) fn pack_a(
+    dst: &mut [f32],
+    a: Raw<'_>,
+    rows: (usize, usize),
+    depth: (usize, usize),
+    transpose: Option<PanelTranspose>,
+) {
     let Raw {
         data: a,
         ld: lda,
@@ -121,10 +134,17 @@ pub(crate) fn pack_a(dst: &mut [f32], a: Raw<'_>, rows: (usize, usize), depth: (
                 step[rows..].fill(0.0);
             }
         } else {
-            for r in 0..rows {
-                let src = &a[(i0 + r) * lda + p0..][..kc];
-                for (kk, &v) in src.iter().enumerate() {
-                    panel[kk * PANEL_A + r] = v;
+            match transpose {
+                // SAFETY: rows `i0..i0 + rows` of A hold columns `p0..p0 + kc` (the caller
+                // checked bounds), and the panel holds `kc` steps of PANEL_A >= rows values.
+                Some(t) => unsafe { t(&a[i0 * lda + p0..], lda, panel, rows, kc) },
+                None => {
+                    for r in 0..rows {
+                        let src = &a[(i0 + r) * lda + p0..][..kc];
+                        for (kk, &v) in src.iter().enumerate() {
+                            panel[kk * PANEL_A + r] = v;
+                        }
+                    }
                 }
             }
             if rows < PANEL_A {
@@ -316,7 +336,7 @@ impl Packed {
                 trans,
             };
             match kind {
-                Kind::A => pack_a(dst, raw, (0, rows), (p0, kc)),
+                Kind::A => pack_a(dst, raw, (0, rows), (p0, kc), None),
                 Kind::B => pack_b(dst, raw, (p0, kc), (0, cols)),
             }
         }

@@ -375,7 +375,52 @@ fn fused_conv(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     conv(ctx)
 }
 
+/// FusedConv on channels-last data: X `[N, H, W, C]`, W `[M, C/group, kh, kw]` (ONNX's),
+/// Y `[N, OH, OW, M]`; made by the dense engine's channels-last regions.
+fn fused_conv_nhwc(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let dt = ctx.input(0)?.dtype;
+    let (Some(x), Some(w)) = (ctx.input(0)?.dims(), ctx.input(1)?.dims()) else {
+        return all_unknown(ctx, dt);
+    };
+    if x.len() != 4 || w.len() != 4 {
+        bail!(
+            "X {} and W {} must both have rank 4 (2-D, channels last)",
+            fmt_dims(x),
+            fmt_dims(w)
+        );
+    }
+    let group = ctx.attr_int_opt("group")?.unwrap_or(1);
+    if group <= 0 {
+        bail!("group {group} must be positive");
+    }
+    if x[3] >= 0 && w[1] >= 0 && x[3] != w[1].saturating_mul(group) {
+        bail!(
+            "X has {} channels but W {} expects {} (group {group})",
+            x[3],
+            fmt_dims(w),
+            w[1].saturating_mul(group)
+        );
+    }
+    let kernel: Vec<i64> = match ctx.attr_ints("kernel_shape")? {
+        Some(k) => k.to_vec(),
+        None => w[2..].to_vec(),
+    };
+    let sp = window_out(ctx, &x[1..3], &kernel, false, false)?;
+    let out = [x[0], sp[0], sp[1], w[0]];
+    ctx.set_output_dims(0, dt, &out);
+    Ok(())
+}
+
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    b.register(
+        crate::proto::OpProto::new(RGE_DOMAIN, "FusedConvNhwc", 1)
+            .sig("X:T, W:T, B?:T, Z?:T -> Y:T")
+            .attrs(CONV_ATTRS)
+            .attrs(EPILOGUE_ATTRS)
+            .tc("T", FLOATS)
+            .infer(fused_conv_nhwc)
+            .format(FormatRule::Spatial),
+    )?;
     b.register(
         crate::proto::OpProto::new(RGE_DOMAIN, "FusedConv", 1)
             .sig("X:T, W:T, B?:T, Z?:T -> Y:T")

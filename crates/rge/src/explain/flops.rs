@@ -13,7 +13,7 @@ pub fn node_flops(graph: &ComputeGraph, node: NodeId) -> u64 {
 fn op_flops(op: &OpDesc) -> Option<u64> {
     let t = op.op_type();
     match t {
-        "Conv" | "ConvInteger" | "DeformConv" | "FusedConv" => conv(op, 1),
+        "Conv" | "ConvInteger" | "DeformConv" | "FusedConv" | "FusedConvNhwc" => conv(op, 1),
         "QLinearConv" => conv(op, 3),
         "ConvTranspose" => {
             // Every input element meets Cout/group · kernel weights.

@@ -51,6 +51,43 @@ pub(crate) unsafe fn tile(t: &Tile, st: &Store<'_>) {
     unsafe { dispatch_tile!(tile_rv, t, st, t.rows, nv; 1 2 3 4 5 6 7 8 9 10 11 12) }
 }
 
+/// A row-major block of A into a packed panel, 16 steps at a time with the in-register
+/// 16×16 transpose (see [`crate::gemm::pack::PanelTranspose`]).
+///
+/// # Safety
+/// AVX-512F must be available; `rows <= PANEL_A`, `a` holds `rows` rows of `kc` values at
+/// stride `ld`, and `panel` holds `kc · PANEL_A` values.
+#[target_feature(enable = "avx512f,avx2,fma")]
+pub(crate) unsafe fn transpose_into_panel(
+    a: &[f32],
+    ld: usize,
+    panel: &mut [f32],
+    rows: usize,
+    kc: usize,
+) {
+    use crate::gemm::pack::PANEL_A;
+    use rge_simd::Simd;
+    debug_assert!(rows <= PANEL_A && panel.len() >= kc * PANEL_A);
+    debug_assert!(rows == 0 || a.len() >= (rows - 1) * ld + kc);
+    // SAFETY: the features are present (the caller's contract).
+    let s = unsafe { Avx512::new_unchecked() };
+    for k0 in (0..kc).step_by(16) {
+        let cols = (kc - k0).min(16);
+        // SAFETY: rows `r < rows` hold values `k0..k0 + cols`; steps `k0..k0 + cols` of the
+        // panel hold PANEL_A >= rows values each.
+        unsafe {
+            s.transpose16(
+                a.as_ptr().add(k0),
+                ld,
+                panel.as_mut_ptr().add(k0 * PANEL_A),
+                PANEL_A,
+                rows,
+                cols,
+            )
+        };
+    }
+}
+
 #[target_feature(enable = "avx512f,avx2,fma")]
 fn activate_tf(s: Avx512, act: &Activation, xs: &mut [f32]) {
     super::activate_slice(s, act, xs)

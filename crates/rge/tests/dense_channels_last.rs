@@ -1,0 +1,199 @@
+//! The dense engine's channels-last regions end to end (docs/dense-engine.md): MobileNet-style
+//! blocks become FusedConvNhwc with Transposes only at the region's borders, the outputs match
+//! the `cpu` engine's (dense excluded) at 1 and 2 threads, and the near misses stay in NCHW.
+
+#[path = "common/net.rs"]
+mod net;
+
+use net::*;
+use rge::engines::{engine_set, EngineArgs};
+use rge_formats::onnx_proto::ModelProto;
+use rge_runtime::{Session, SessionOptions};
+
+/// A convolution's channels in and out, filter size, stride and group.
+#[derive(Clone, Copy)]
+struct Spec {
+    cin: i64,
+    cout: i64,
+    k: i64,
+    stride: i64,
+    group: i64,
+}
+
+const fn spec(cin: i64, cout: i64, k: i64, stride: i64, group: i64) -> Spec {
+    Spec {
+        cin,
+        cout,
+        k,
+        stride,
+        group,
+    }
+}
+
+/// A convolution (padded to keep the size at stride 1) with bias, then Relu.
+fn conv(n: &mut Net, x: &str, c: Spec, seed: u32) -> String {
+    let w = n.weight(&[c.cout, c.cin / c.group, c.k, c.k], seed);
+    let b = n.weight(&[c.cout], seed + 1);
+    let p = c.k / 2;
+    let y = n.op(
+        "Conv",
+        &[x, &w, &b],
+        vec![
+            a_ints("pads", &[p, p, p, p]),
+            a_ints("strides", &[c.stride, c.stride]),
+            a_int("group", c.group),
+        ],
+    );
+    n.op("Relu", &[&y], vec![])
+}
+
+/// An inverted residual block (1×1 expand, 3×3 depthwise, 1×1 project, residual) after a
+/// strided 3×3 stem of 3 channels, then global pooling: what MobileNetV2 is made of.
+fn mobile_block(extra_reader: bool) -> ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 3, 17, 15]);
+    let stem = conv(&mut n, &x, spec(3, 24, 3, 2, 1), 1);
+    let e = conv(&mut n, &stem, spec(24, 144, 1, 1, 1), 3);
+    let d = conv(&mut n, &e, spec(144, 144, 3, 1, 144), 5);
+    let wp = n.weight(&[24, 144, 1, 1], 7);
+    let proj = n.op("Conv", &[&d, &wp], vec![]);
+    let sum = n.op("Add", &[&proj, &stem], vec![]);
+    let dw2 = conv(&mut n, &sum, spec(24, 24, 3, 2, 24), 9);
+    n.op_to("GlobalAveragePool", &[&dw2], "y", vec![]);
+    n.output("y", F32, &[2, 24, 1, 1]);
+    if extra_reader {
+        // The block's sum is also a graph output: it leaves the region through a Transpose.
+        n.op_to("Identity", &[&sum], "s", vec![]);
+        n.output("s", F32, &[2, 24, 9, 8]);
+    }
+    n.model()
+}
+
+/// The default engines on `threads` kernel threads: the root's op types and the outputs.
+fn compile_on(m: &ModelProto, threads: usize) -> Compiled {
+    let set = engine_set(&EngineArgs::default()).unwrap();
+    let s = Session::new(SessionOptions {
+        threads,
+        ..SessionOptions::with_engines(set)
+    })
+    .unwrap();
+    let model = s.compile_graph(graph_of(m)).unwrap();
+    let g = model.graph();
+    let types = g
+        .nodes_of(g.root())
+        .map(|n| g.op(n).unwrap().op_type().to_string())
+        .collect();
+    let outputs = model
+        .run(&inputs_of(m))
+        .unwrap()
+        .iter()
+        .map(to_f64)
+        .collect();
+    Compiled {
+        types,
+        outputs,
+        reports: Vec::new(),
+    }
+}
+
+fn no_dense() -> EngineArgs {
+    EngineArgs {
+        exclude_engines: Some("dense".into()),
+        ..EngineArgs::default()
+    }
+}
+
+fn assert_close(a: &Compiled, b: &Compiled) {
+    assert_eq!(a.outputs.len(), b.outputs.len());
+    for (x, y) in a.outputs.iter().zip(&b.outputs) {
+        assert_eq!(x.len(), y.len());
+        let scale = y.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        for (p, q) in x.iter().zip(y) {
+            assert!((p - q).abs() <= 1e-4 * scale, "{p} vs {q}");
+        }
+    }
+}
+
+#[test]
+fn a_mobile_block_runs_channels_last_with_transposes_only_at_its_borders() {
+    for extra in [false, true] {
+        let m = mobile_block(extra);
+        let want = compile(&m, no_dense());
+        assert!(!want.has("FusedConvNhwc"), "{:?}", want.types);
+        for t in [1, 2] {
+            let got = compile_on(&m, t);
+            assert_eq!(got.count("FusedConvNhwc"), 5, "{:?}", got.types);
+            assert!(!got.has("FusedConv") && !got.has("Conv"), "{:?}", got.types);
+            // In at the stem, out before the pool (and out for the extra graph output).
+            let transposes = if extra { 3 } else { 2 };
+            assert_eq!(got.count("Transpose"), transposes, "{:?}", got.types);
+            assert_close(&got, &want);
+        }
+    }
+}
+
+#[test]
+fn convolutions_without_a_depthwise_one_stay_in_nchw() {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[1, 8, 12, 12]);
+    let a = conv(&mut n, &x, spec(8, 16, 1, 1, 1), 1);
+    let b = conv(&mut n, &a, spec(16, 16, 3, 2, 1), 3);
+    let c = conv(&mut n, &b, spec(16, 8, 1, 1, 1), 5);
+    n.op_to("Identity", &[&c], "y", vec![]);
+    n.output("y", F32, &[1, 8, 6, 6]);
+    let m = n.model();
+    let got = compile(&m, EngineArgs::default());
+    assert!(
+        !got.has("FusedConvNhwc") && !got.has("Transpose"),
+        "{:?}",
+        got.types
+    );
+    assert_close(&got, &compile(&m, no_dense()));
+}
+
+#[test]
+fn a_winograd_convolution_splits_the_region_and_small_regions_stay() {
+    // depthwise → 3×3 stride-1 32→32 (Winograd in NCHW) → depthwise: each side is a region
+    // of one or two convolutions, too small to pay for its Transposes.
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[1, 32, 16, 16]);
+    let a = conv(&mut n, &x, spec(32, 32, 3, 1, 32), 1);
+    let b = conv(&mut n, &a, spec(32, 32, 3, 1, 1), 3);
+    let c = conv(&mut n, &b, spec(32, 32, 3, 1, 32), 5);
+    let d = conv(&mut n, &c, spec(32, 32, 1, 1, 1), 7);
+    n.op_to("Identity", &[&d], "y", vec![]);
+    n.output("y", F32, &[1, 32, 16, 16]);
+    let m = n.model();
+    let got = compile(&m, EngineArgs::default());
+    assert!(!got.has("FusedConvNhwc"), "{:?}", got.types);
+    assert_eq!(got.count("FusedConv"), 4, "{:?}", got.types);
+    assert_close(&got, &compile(&m, no_dense()));
+}
+
+#[test]
+fn a_computed_weight_keeps_its_convolution_out_of_the_region() {
+    // The depthwise filter is computed (W + 0), so that convolution cannot join; the others
+    // are then two separate groups of one, and nothing changes.
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[1, 16, 10, 10]);
+    let a = conv(&mut n, &x, spec(16, 32, 1, 1, 1), 1);
+    let w = n.weight(&[32, 1, 3, 3], 3);
+    let zero = n.scalar(0.0);
+    let wc = n.op("Add", &[&w, &zero], vec![]);
+    let d = n.op(
+        "Conv",
+        &[&a, &wc],
+        vec![a_ints("pads", &[1, 1, 1, 1]), a_int("group", 32)],
+    );
+    let c = conv(&mut n, &d, spec(32, 16, 1, 1, 1), 5);
+    n.op_to("Identity", &[&c], "y", vec![]);
+    n.output("y", F32, &[1, 16, 10, 10]);
+    let m = n.model();
+    let got = compile(&m, EngineArgs::default());
+    assert_close(&got, &compile(&m, no_dense()));
+    // Constant folding may make the weight a constant again; either way the result is right,
+    // and no region forms around a convolution whose weight is still computed.
+    if got.has("Add") {
+        assert!(!got.has("FusedConvNhwc"), "{:?}", got.types);
+    }
+}
