@@ -166,8 +166,14 @@ pub fn kernel_set() -> KernelSet {
 }
 
 /// The dense engine: cost 1, device runtime (GE's AI Core), host memory (rge's counterpart
-/// runs on the CPU), its kernels and its fusion optimizer.
+/// runs on the CPU), its kernels and its fusion optimizer, channels-last regions included.
 pub fn dense_engine() -> EngineResult<BasicEngine> {
+    dense_engine_with(true)
+}
+
+/// [`dense_engine`], with channels-last regions only when `channels_last` (pass false when an
+/// engine placed before dense runs convolutions: their NHWC form would keep them off it).
+pub fn dense_engine_with(channels_last: bool) -> EngineResult<BasicEngine> {
     let engine = match BasicEngine::standard(DENSE) {
         Some(e) => e,
         None => BasicEngine::new(EngineAttributes {
@@ -182,5 +188,8 @@ pub fn dense_engine() -> EngineResult<BasicEngine> {
     };
     Ok(engine
         .with_store(KernelStore::new(DENSE, "dense_kernels", 1, kernel_set()))
-        .with_optimizer(DenseFusion { enabled: true }))
+        .with_optimizer(DenseFusion {
+            enabled: true,
+            channels_last,
+        }))
 }

@@ -41,6 +41,9 @@ pub const FUSED_ATTR: &str = "_rge_fused";
 pub struct DenseFusion {
     /// False when the dense engine is excluded: its fused ops would have no engine to run.
     pub enabled: bool,
+    /// Whether convolutions may move to channels-last regions (`layout.rs`): off when an
+    /// engine placed before dense (the gpu) would run them, as FusedConvNhwc only runs here.
+    pub channels_last: bool,
 }
 
 impl GraphOptimizer for DenseFusion {
@@ -62,8 +65,11 @@ impl GraphOptimizer for DenseFusion {
             graph.apply(p)?;
         }
         // Last, on the fused convolutions: the regions that run channels-last.
-        while let Some(p) = crate::layout::next_channels_last_region(graph.graph()).map_err(err)? {
-            graph.apply(p)?;
+        while self.channels_last {
+            match crate::layout::next_channels_last_region(graph.graph()).map_err(err)? {
+                Some(p) => graph.apply(p)?,
+                None => break,
+            };
         }
         Ok(())
     }

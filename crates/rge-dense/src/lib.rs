@@ -28,4 +28,4 @@ mod test_values;
 pub mod transdata;
 pub mod winograd;
 
-pub use engine::{dense_engine, kernel_set, DENSE};
+pub use engine::{dense_engine, dense_engine_with, kernel_set, DENSE};

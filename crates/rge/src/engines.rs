@@ -80,10 +80,17 @@ pub fn engine_set(args: &EngineArgs) -> RuntimeResult<Arc<EngineSet>> {
     }
     let mut b = EngineSet::builder(rge_ops::OpRegistry::builtin());
     b.standard_engines(&crate::kernels::default_kernels())?;
-    // Before dense (both cost 1): the accelerator wins where it runs an op.
+    // Before dense (both cost 1): the accelerator wins where it runs an op, so dense's
+    // channels-last convolutions (which only it runs) are off while the gpu takes part.
     #[cfg(feature = "gpu")]
-    crate::gpu::register(&mut b);
-    b.register(rge_dense::dense_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
+    let gpu_in_use = crate::gpu::register(&mut b).is_none()
+        && !options.exclude_engines.iter().any(|e| e == rge_gpu::GPU);
+    #[cfg(not(feature = "gpu"))]
+    let gpu_in_use = false;
+    b.register(
+        rge_dense::dense_engine_with(!gpu_in_use)
+            .map_err(|e| RuntimeError::Compile(e.to_string()))?,
+    );
     b.register(rge_vector::vector_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);
     // The composite over dense and vector: its optimizer fuses elementwise trees.
     b.register(rge_fused::fused_engine().map_err(|e| RuntimeError::Compile(e.to_string()))?);

@@ -69,9 +69,18 @@ fn mobile_block(extra_reader: bool) -> ModelProto {
     n.model()
 }
 
-/// The default engines on `threads` kernel threads: the root's op types and the outputs.
+/// The default engines, less the gpu (which runs convolutions before dense, so that dense
+/// then keeps them in NCHW; `gpu_engine.rs` checks that case).
+fn cpu_engines() -> EngineArgs {
+    EngineArgs {
+        exclude_engines: cfg!(feature = "gpu").then(|| "gpu".to_string()),
+        ..EngineArgs::default()
+    }
+}
+
+/// The cpu engines on `threads` kernel threads: the root's op types and the outputs.
 fn compile_on(m: &ModelProto, threads: usize) -> Compiled {
-    let set = engine_set(&EngineArgs::default()).unwrap();
+    let set = engine_set(&cpu_engines()).unwrap();
     let s = Session::new(SessionOptions {
         threads,
         ..SessionOptions::with_engines(set)
@@ -142,7 +151,7 @@ fn convolutions_without_a_depthwise_one_stay_in_nchw() {
     n.op_to("Identity", &[&c], "y", vec![]);
     n.output("y", F32, &[1, 8, 6, 6]);
     let m = n.model();
-    let got = compile(&m, EngineArgs::default());
+    let got = compile(&m, cpu_engines());
     assert!(
         !got.has("FusedConvNhwc") && !got.has("Transpose"),
         "{:?}",
@@ -164,7 +173,7 @@ fn a_winograd_convolution_splits_the_region_and_small_regions_stay() {
     n.op_to("Identity", &[&d], "y", vec![]);
     n.output("y", F32, &[1, 32, 16, 16]);
     let m = n.model();
-    let got = compile(&m, EngineArgs::default());
+    let got = compile(&m, cpu_engines());
     assert!(!got.has("FusedConvNhwc"), "{:?}", got.types);
     assert_eq!(got.count("FusedConv"), 4, "{:?}", got.types);
     assert_close(&got, &compile(&m, no_dense()));
@@ -189,7 +198,7 @@ fn a_computed_weight_keeps_its_convolution_out_of_the_region() {
     n.op_to("Identity", &[&c], "y", vec![]);
     n.output("y", F32, &[1, 16, 10, 10]);
     let m = n.model();
-    let got = compile(&m, EngineArgs::default());
+    let got = compile(&m, cpu_engines());
     assert_close(&got, &compile(&m, no_dense()));
     // Constant folding may make the weight a constant again; either way the result is right,
     // and no region forms around a convolution whose weight is still computed.
