@@ -65,11 +65,12 @@ impl GraphOptimizer for DenseFusion {
             graph.apply(p)?;
         }
         // Last, on the fused convolutions: the regions that run channels-last.
-        while self.channels_last {
-            match crate::layout::next_channels_last_region(graph.graph()).map_err(err)? {
-                Some(p) => graph.apply(p)?,
-                None => break,
-            };
+        if self.channels_last {
+            while let Some(p) =
+                crate::layout::next_channels_last_region(graph.graph()).map_err(err)?
+            {
+                graph.apply(p)?;
+            }
         }
         Ok(())
     }
