@@ -69,12 +69,18 @@ fn mobile_block(extra_reader: bool) -> ModelProto {
     n.model()
 }
 
-/// The default engines, less the gpu (which runs convolutions before dense, so that dense
-/// then keeps them in NCHW; `gpu_engine.rs` checks that case).
+/// The default engines, less the gpu where it is registered (it runs convolutions before
+/// dense, so that dense then keeps them in NCHW; `gpu_engine.rs` checks that case).
 fn cpu_engines() -> EngineArgs {
-    EngineArgs {
-        exclude_engines: cfg!(feature = "gpu").then(|| "gpu".to_string()),
+    let without_gpu = EngineArgs {
+        exclude_engines: Some("gpu".into()),
         ..EngineArgs::default()
+    };
+    // Excluding an engine that is not registered is an error: then there is no gpu to leave out.
+    if engine_set(&without_gpu).is_ok() {
+        without_gpu
+    } else {
+        EngineArgs::default()
     }
 }
 
