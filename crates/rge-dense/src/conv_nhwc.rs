@@ -2,18 +2,16 @@
 //! Cin]`, Y and Z `[N, OH, OW, Cout]`; W stays ONNX's `[Cout, Cin/group, kh, kw]`), the op of the
 //! dense engine's channels-last regions (`layout.rs`).
 //!
-//! Channels-last turns every convolution the region takes into a GEMM whose rows are output
-//! pixels and whose columns are output channels, so the bias is per column and the residual
-//! is read in place:
-//! - 1×1, stride 1, no padding: `Y[N·H·W × Cout] = X[N·H·W × Cin] · Wᵀ` with X read as it is;
-//! - other ungrouped convolutions: patch rows (each `kh·kw` runs of `Cin` contiguous
-//!   channels) built a tile of pixels at a time into a thread-local buffer, times the weights
-//!   reordered to `[(kh, kw, Cin) × Cout]`;
-//! - at most [`MAX_DIRECT_COUT`] output channels: the direct kernel of `direct_nhwc.rs` (no
-//!   packing, no 32-column tile mostly wasted);
+//! Channels-last makes every output pixel's channels contiguous, so the bias is per vector
+//! lane and the residual is read in place:
+//! - 1×1, stride 1, no padding, more than [`MAX_DIRECT_COUT`] output channels: one GEMM,
+//!   `Y[N·H·W × Cout] = X[N·H·W × Cin] · Wᵀ`, with X read as it is and W packed;
+//! - other ungrouped convolutions: the direct kernel of `direct_nhwc.rs` (no patch matrix, no
+//!   packing of the input; a zero-bordered copy of a padded input);
 //! - depthwise: the direct kernel of `depthwise_nhwc.rs`.
 //!
-//! Constant weights are packed once (CompileOp) and kept in saved models.
+//! Constant weights of the GEMM are packed once (CompileOp) and kept in saved models; the direct
+//! kernels repack theirs when the kernel is made.
 
 use rayon::prelude::*;
 use rge_ir::AttrValue;
@@ -22,22 +20,28 @@ use rge_kernels_nn::WindowAttrs;
 
 use crate::depthwise::DwGeometry;
 use crate::depthwise_nhwc::{DwNhwc, DwNhwcArgs};
-use crate::direct_nhwc::{DirectArgs, DirectNhwc};
+use crate::direct_nhwc::{self, DirectArgs, DirectNhwc};
 use crate::gemm::{self, AOperand, Activation, BOperand, Bias, Epilogue, GemmParams, Isa, PackedB};
-use crate::im2col::{with_im2col_buf, IM2COL_TILE_FLOATS, PAR_TILE_WORK};
+use crate::im2col::with_im2col_buf;
 use crate::kernels::{activation, f32s, gemm_err, PACKED_B_ATTR};
 
-/// Multiply-adds per parallel task of the direct kernels, at least.
+/// Multiply-adds per parallel task of the depthwise kernel, at least.
 const DIRECT_TASK_WORK: usize = 16 * 1024;
 
-/// The most output channels of an ungrouped convolution that runs on the direct kernel (two
-/// AVX-512 vectors): the GEMM's 32-column tiles would be half empty, and its packing of every
-/// pixel would cost more than the arithmetic (MobileNetV2's 144→24 projection: 0.31 ms as a
-/// GEMM, 0.10 direct).
+/// Multiply-adds of an ungrouped direct convolution worth splitting over threads.
+const DIRECT_PAR_WORK: usize = 256 * 1024;
+
+/// Pixel splits fall on multiples of the widest register tile (AVX-512's 12 pixels).
+const DIRECT_PIXEL_ALIGN: usize = 12;
+
+/// The most output channels of a 1×1 convolution that runs on the direct kernel rather than
+/// the GEMM (two AVX-512 vectors): the GEMM's 32-column tiles would be half empty, and its
+/// packing of every pixel would cost more than the arithmetic (MobileNetV2's 144→24
+/// projection: 0.31 ms as a GEMM, 0.10 direct).
 pub const MAX_DIRECT_COUT: usize = 32;
 
-/// The kernel: its window, group, activation and, for constant ungrouped weights, the packed
-/// `[(kh, kw, Cin) × Cout]` operand.
+/// The kernel: its window, group, activation and its constant weights, packed for the GEMM
+/// (`[Cin × Cout]`) or repacked for a direct kernel.
 pub struct ConvNhwcKernel {
     window: WindowAttrs,
     group: usize,
@@ -83,19 +87,43 @@ fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
         .ok_or_else(|| KernelError::attr("group", "must be positive"))
 }
 
-/// The packed weights of a constant ungrouped W.
-fn packed_from_constant(init: &KernelInit<'_>, group: usize) -> KernelResult<Option<PackedB>> {
+/// Whether a convolution with weights `[Cout, Cin, kh, kw]` runs as one GEMM: ungrouped 1×1,
+/// stride 1, unpadded, more than [`MAX_DIRECT_COUT`] output channels.
+fn runs_as_gemm(window: &WindowAttrs, w: &[usize], group: usize) -> bool {
+    let ones = |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1));
+    group == 1
+        && w.len() == 4
+        && w[0] > MAX_DIRECT_COUT
+        && w[2] == 1
+        && w[3] == 1
+        && ones(&window.strides)
+        && window
+            .pads
+            .as_ref()
+            .is_none_or(|p| p.iter().all(|&x| x == 0))
+}
+
+/// The packed weights of a constant W that runs as a GEMM.
+fn packed_from_constant(
+    init: &KernelInit<'_>,
+    window: &WindowAttrs,
+    group: usize,
+) -> KernelResult<Option<PackedB>> {
     match init.constant(1) {
-        Some(w) if group == 1 && w.shape().len() == 4 && w.shape()[0] > MAX_DIRECT_COUT => {
+        Some(w) if runs_as_gemm(window, w.shape(), group) => {
             Ok(Some(pack_weights(w.as_slice::<f32>()?, w.shape())?))
         }
         _ => Ok(None),
     }
 }
 
-/// The repacked constant weights of the direct kernels: depthwise ones, or ungrouped ones of
-/// at most [`MAX_DIRECT_COUT`] output channels.
-fn direct_from_constant(init: &KernelInit<'_>, group: usize) -> KernelResult<Option<Vec<f32>>> {
+/// The repacked constant weights of the direct kernels: depthwise ones, or ungrouped ones
+/// that do not run as a GEMM.
+fn direct_from_constant(
+    init: &KernelInit<'_>,
+    window: &WindowAttrs,
+    group: usize,
+) -> KernelResult<Option<Vec<f32>>> {
     let Some(w) = init.constant(1).filter(|w| w.shape().len() == 4) else {
         return Ok(None);
     };
@@ -121,7 +149,7 @@ fn direct_from_constant(init: &KernelInit<'_>, group: usize) -> KernelResult<Opt
     }
     Ok(if group > 1 && s[1] == 1 && s[0] == group {
         Some(DwNhwc { g, channels: s[0] }.repack_weights(data))
-    } else if group == 1 && s[0] <= MAX_DIRECT_COUT {
+    } else if group == 1 && !runs_as_gemm(window, s, group) {
         Some(
             DirectNhwc {
                 g,
@@ -137,7 +165,8 @@ fn direct_from_constant(init: &KernelInit<'_>, group: usize) -> KernelResult<Opt
 
 /// Compile time (CompileOp): the packed constant weights, kept on the op.
 pub fn prepare_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Vec<(String, AttrValue)>> {
-    Ok(packed_from_constant(init, conv_group(init)?)?
+    let window = WindowAttrs::parse(init)?;
+    Ok(packed_from_constant(init, &window, conv_group(init)?)?
         .map(|p| {
             vec![(
                 PACKED_B_ATTR.to_string(),
@@ -150,19 +179,21 @@ pub fn prepare_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Vec<(String, Att
 /// Builds the kernel.
 pub fn create_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let group = conv_group(init)?;
+    let window = WindowAttrs::parse(init)?;
     let packed_w = match init.attrs.get(PACKED_B_ATTR) {
         Some(AttrValue::Bytes(b)) => Some(
             PackedB::from_bytes(b).map_err(|e| KernelError::attr(PACKED_B_ATTR, e.to_string()))?,
         ),
         Some(_) => return Err(KernelError::attr(PACKED_B_ATTR, "not bytes")),
-        None => packed_from_constant(init, group)?,
+        None => packed_from_constant(init, &window, group)?,
     };
+    let direct_w = direct_from_constant(init, &window, group)?;
     Ok(Box::new(ConvNhwcKernel {
-        window: WindowAttrs::parse(init)?,
+        window,
         group,
         activation: activation(init)?,
         packed_w,
-        direct_w: direct_from_constant(init, group)?,
+        direct_w,
     }))
 }
 
@@ -246,10 +277,14 @@ impl Kernel for ConvNhwcKernel {
             .packed_w
             .as_ref()
             .filter(|p| p.k() == cin * kh * kw && p.n() == cout);
-        let direct_w = self
-            .direct_w
-            .as_ref()
-            .filter(|v| v.len() == cout * cin_g * kh * kw);
+        let direct_w = self.direct_w.as_ref().filter(|v| {
+            let want = if depthwise {
+                cout * kh * kw
+            } else {
+                cout.div_ceil(direct_nhwc::BLOCK) * direct_nhwc::BLOCK * cin * kh * kw
+            };
+            v.len() == want
+        });
         // Packed weights are the kernel's own copy: the constant's data may have been released.
         let wv = if packed.is_some() || direct_w.is_some() {
             &[][..]
@@ -263,35 +298,43 @@ impl Kernel for ConvNhwcKernel {
         }
         let d = Dims { n, cin, cout, g };
         let io = Io { x: xv, bias, z };
-        if depthwise || cout <= MAX_DIRECT_COUT {
-            let repacked;
-            let wts = match direct_w {
-                Some(v) => v.as_slice(),
+        let pointwise = kh == 1
+            && kw == 1
+            && g.stride_h == 1
+            && g.stride_w == 1
+            && g.pad_top == 0
+            && g.pad_left == 0
+            && g.oh == g.h
+            && g.ow == g.w;
+        if !depthwise && pointwise && cout > MAX_DIRECT_COUT {
+            let owned;
+            let b_op = match packed {
+                Some(p) => BOperand::Packed(p),
                 None => {
-                    check_weights(wv, cout * cin_g * kh * kw)?;
-                    repacked = if depthwise {
-                        DwNhwc { g, channels: cout }.repack_weights(wv)
-                    } else {
-                        DirectNhwc { g, cin, cout }.repack_weights(wv)
-                    };
-                    &repacked
+                    owned = pack_weights(wv, &sw)?;
+                    BOperand::Packed(&owned)
                 }
             };
-            return if depthwise {
-                self.depthwise(&d, &io, wts, out, threads)
-            } else {
-                self.direct(&d, &io, wts, out, threads)
-            };
+            return self.gemm(&d, &io, b_op, out, threads);
         }
-        let owned;
-        let b_op = match packed {
-            Some(p) => BOperand::Packed(p),
+        let repacked;
+        let wts = match direct_w {
+            Some(v) => v.as_slice(),
             None => {
-                owned = pack_weights(wv, &sw)?;
-                BOperand::Packed(&owned)
+                check_weights(wv, cout * cin_g * kh * kw)?;
+                repacked = if depthwise {
+                    DwNhwc { g, channels: cout }.repack_weights(wv)
+                } else {
+                    DirectNhwc { g, cin, cout }.repack_weights(wv)
+                };
+                &repacked
             }
         };
-        self.gemm(&d, &io, b_op, out, threads)
+        if depthwise {
+            self.depthwise(&d, &io, wts, out, threads)
+        } else {
+            self.direct(&d, &io, wts, out, threads)
+        }
     }
 }
 
@@ -315,8 +358,7 @@ impl ConvNhwcKernel {
         epi
     }
 
-    /// Ungrouped: one GEMM over pixels (1×1 stride 1 unpadded, X read in place), else patch
-    /// rows a tile at a time, the tiles in parallel on several threads.
+    /// 1×1 stride 1 unpadded: one GEMM over pixels, X read in place.
     fn gemm(
         &self,
         d: &Dims,
@@ -325,56 +367,15 @@ impl ConvNhwcKernel {
         out: &mut [f32],
         threads: usize,
     ) -> KernelResult<()> {
-        let g = &d.g;
-        let (ohw, k) = (g.oh * g.ow, d.cin * g.kh * g.kw);
-        let rows = d.n * ohw;
-        let pointwise = g.kh == 1
-            && g.kw == 1
-            && g.stride_h == 1
-            && g.stride_w == 1
-            && g.pad_top == 0
-            && g.pad_left == 0
-            && g.oh == g.h
-            && g.ow == g.w;
-        if pointwise {
-            let a = AOperand::Raw {
-                data: io.x,
-                ld: d.cin,
-                trans: false,
-            };
-            let p = GemmParams::new(rows, d.cout, d.cin);
-            let epi = self.epilogue(io, d.cout, 0);
-            return gemm::sgemm(&p, a, b_op, out, d.cout, &epi, threads).map_err(gemm_err);
-        }
-        let tile = (IM2COL_TILE_FLOATS / k.max(1)).clamp(16, rows.max(16));
-        let run = |r0: usize, o: &mut [f32], th: usize| -> KernelResult<()> {
-            let m = o.len() / d.cout;
-            with_im2col_buf(m * k, |col| {
-                patch_rows(io.x, d, r0, m, col);
-                let a = AOperand::Raw {
-                    data: col,
-                    ld: k,
-                    trans: false,
-                };
-                let p = GemmParams::new(m, d.cout, k);
-                let epi = self.epilogue(io, d.cout, r0);
-                gemm::sgemm(&p, a, b_op, o, d.cout, &epi, th).map_err(gemm_err)
-            })
+        let rows = d.n * d.g.oh * d.g.ow;
+        let a = AOperand::Raw {
+            data: io.x,
+            ld: d.cin,
+            trans: false,
         };
-        let work = rows.saturating_mul(k).saturating_mul(d.cout);
-        if threads > 1 && rows >= 2 * 16 * threads && work >= PAR_TILE_WORK {
-            // As many tiles as a multiple of the threads, each with its own patch rows and a
-            // one-thread GEMM into its rows of the output.
-            let tiles = rows.div_ceil(tile).div_ceil(threads) * threads;
-            let per = rows.div_ceil(tiles).max(1);
-            out.par_chunks_mut(per * d.cout)
-                .enumerate()
-                .try_for_each(|(i, o)| run(i * per, o, 1))
-        } else {
-            out.chunks_mut(tile * d.cout)
-                .enumerate()
-                .try_for_each(|(i, o)| run(i * tile, o, threads))
-        }
+        let p = GemmParams::new(rows, d.cout, d.cin);
+        let epi = self.epilogue(io, d.cout, 0);
+        gemm::sgemm(&p, a, b_op, out, d.cout, &epi, threads).map_err(gemm_err)
     }
 
     /// Depthwise: the direct channels-last kernel (weights repacked), output rows split over
@@ -406,8 +407,10 @@ impl ConvNhwcKernel {
         Ok(())
     }
 
-    /// Few output channels: the direct channels-last kernel (weights repacked), output rows
-    /// split over the threads.
+    /// Ungrouped, not a GEMM: the direct kernel, image by image, a padded image read from its
+    /// zero-bordered copy. Threads split the channel blocks when the weights outweigh the
+    /// image (deep layers on small images: each thread streams only its blocks' weights), else
+    /// the pixels.
     fn direct(
         &self,
         d: &Dims,
@@ -423,18 +426,72 @@ impl ConvNhwcKernel {
             cout: d.cout,
         };
         let isa = Isa::best();
-        by_rows(d, out, threads, d.cin * g.kh * g.kw, |img, oy, o| {
-            let args = DirectArgs {
-                x: io.image(d, img),
-                wts,
-                bias: io.bias,
-                z: io.residual(d, img, oy),
-                act: &self.activation,
-            };
-            k.rows(isa, &args, oy, o);
+        let (pixels, blocks) = (g.oh * g.ow, k.blocks());
+        let work = pixels * d.cout * d.cin * g.kh * g.kw;
+        let tasks = if threads > 1 && work >= DIRECT_PAR_WORK {
+            threads
+        } else {
+            1
+        };
+        let by_blocks = tasks > 1 && blocks >= tasks && wts.len() > g.h * g.w * d.cin;
+        let padded_len = if k.needs_padding() { k.padded_len() } else { 0 };
+        with_im2col_buf(padded_len, |padded| {
+            for (img, o) in out.chunks_exact_mut(pixels * d.cout).enumerate() {
+                let mut x = io.image(d, img);
+                if k.needs_padding() {
+                    k.pad_image(x, padded);
+                    x = padded;
+                }
+                let args = DirectArgs {
+                    x,
+                    wts,
+                    bias: io.bias,
+                    z: io.residual(d, img, 0),
+                    act: &self.activation,
+                };
+                let dst = OutPtr(o.as_mut_ptr());
+                let part = |t: usize| {
+                    let (px, bl) = if by_blocks {
+                        ((0, pixels), share(blocks, tasks, t, 1))
+                    } else {
+                        (share(pixels, tasks, t, DIRECT_PIXEL_ALIGN), (0, blocks))
+                    };
+                    // SAFETY: `dst` is this image's output (`o`, borrowed for the loop's
+                    // body); the tasks write disjoint pixels or disjoint channel blocks.
+                    unsafe { k.run(isa, &args, px, bl, dst.get()) }
+                };
+                if tasks > 1 {
+                    (0..tasks).into_par_iter().for_each(part);
+                } else {
+                    part(0);
+                }
+            }
         });
         Ok(())
     }
+}
+
+/// An image's output shared by the tasks of the direct kernel, each writing its own pixels or
+/// channels.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+
+// SAFETY: the tasks that share it write disjoint elements (see `direct`).
+unsafe impl Send for OutPtr {}
+// SAFETY: as above.
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// Part `t` of `n` items shared over `parts`, cut at multiples of `align`.
+fn share(n: usize, parts: usize, t: usize, align: usize) -> (usize, usize) {
+    let units = n.div_ceil(align);
+    let at = |t: usize| (units * t / parts * align).min(n);
+    (at(t), at(t + 1))
 }
 
 impl Io<'_> {
@@ -492,31 +549,5 @@ fn by_rows(
         out.par_chunks_mut(per * row).enumerate().for_each(task);
     } else {
         out.chunks_mut(per * row).enumerate().for_each(task);
-    }
-}
-
-/// Patch rows `[r0, r0 + m)` (output pixels counted over all images) of channels-last `x`
-/// into `col` (`[m × (kh, kw, Cin)]`): each tap a run of `Cin` channels, zeros outside.
-fn patch_rows(x: &[f32], d: &Dims, r0: usize, m: usize, col: &mut [f32]) {
-    let (g, cin) = (&d.g, d.cin);
-    let k = cin * g.kh * g.kw;
-    let ohw = g.oh * g.ow;
-    for (q, dst) in col[..m * k].chunks_exact_mut(k).enumerate() {
-        let r = r0 + q;
-        let (img, oy, ox) = (r / ohw, r % ohw / g.ow, r % g.ow);
-        let base = img * g.h * g.w * cin;
-        for i in 0..g.kh {
-            let iy = (oy * g.stride_h + i * g.dil_h) as isize - g.pad_top as isize;
-            for j in 0..g.kw {
-                let ix = (ox * g.stride_w + j * g.dil_w) as isize - g.pad_left as isize;
-                let run = &mut dst[(i * g.kw + j) * cin..(i * g.kw + j + 1) * cin];
-                if iy < 0 || ix < 0 || iy as usize >= g.h || ix as usize >= g.w {
-                    run.fill(0.0);
-                } else {
-                    let at = base + (iy as usize * g.w + ix as usize) * cin;
-                    run.copy_from_slice(&x[at..at + cin]);
-                }
-            }
-        }
     }
 }

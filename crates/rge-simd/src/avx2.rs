@@ -226,4 +226,9 @@ impl Simd for Avx2 {
         // SAFETY: see the impl; a prefetch never faults, whatever the address.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
     }
+    #[inline(always)]
+    fn prefetch_l2(self, p: *const f32) {
+        // SAFETY: see the impl; a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
+    }
 }

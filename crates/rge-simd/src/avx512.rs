@@ -226,6 +226,11 @@ impl Simd for Avx512 {
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
     }
     #[inline(always)]
+    fn prefetch_l2(self, p: *const f32) {
+        // SAFETY: see the impl; a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
+    }
+    #[inline(always)]
     unsafe fn transpose16(
         self,
         src: *const f32,

@@ -71,6 +71,9 @@ pub trait Simd: Copy {
     /// A hint to fetch the line holding `p` into L1; never faults.
     #[inline(always)]
     fn prefetch(self, _p: *const f32) {}
+    /// A hint to fetch the line holding `p` into L2 (not L1); never faults.
+    #[inline(always)]
+    fn prefetch_l2(self, _p: *const f32) {}
 
     /// Transposes a tile of up to 16×16: `dst[c·dst_stride + r] = src[r·src_stride + c]` for
     /// `r < rows`, `c < cols`; nothing else of `dst` is written. This default is the scalar twin
