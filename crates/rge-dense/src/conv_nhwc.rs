@@ -24,6 +24,7 @@ use crate::direct_nhwc::{self, DirectArgs, DirectNhwc};
 use crate::gemm::{self, AOperand, Activation, BOperand, Bias, Epilogue, GemmParams, Isa, PackedB};
 use crate::im2col::with_im2col_buf;
 use crate::kernels::{activation, f32s, gemm_err, PACKED_B_ATTR};
+use crate::shared_out::SharedOut;
 
 /// Multiply-adds per parallel task of the depthwise kernel, at least.
 const DIRECT_TASK_WORK: usize = 16 * 1024;
@@ -449,7 +450,7 @@ impl ConvNhwcKernel {
                     z: io.residual(d, img, 0),
                     act: &self.activation,
                 };
-                let dst = OutPtr(o.as_mut_ptr());
+                let dst = SharedOut(o.as_mut_ptr());
                 let part = |t: usize| {
                     let (px, bl) = if by_blocks {
                         ((0, pixels), share(blocks, tasks, t, 1))
@@ -458,7 +459,7 @@ impl ConvNhwcKernel {
                     };
                     // SAFETY: `dst` is this image's output (`o`, borrowed for the loop's
                     // body); the tasks write disjoint pixels or disjoint channel blocks.
-                    unsafe { k.run(isa, &args, px, bl, dst.get()) }
+                    unsafe { k.run(isa, &args, px, bl, dst.ptr()) }
                 };
                 if tasks > 1 {
                     (0..tasks).into_par_iter().for_each(part);
@@ -468,22 +469,6 @@ impl ConvNhwcKernel {
             }
         });
         Ok(())
-    }
-}
-
-/// An image's output shared by the tasks of the direct kernel, each writing its own pixels or
-/// channels.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-
-// SAFETY: the tasks that share it write disjoint elements (see `direct`).
-unsafe impl Send for OutPtr {}
-// SAFETY: as above.
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    fn get(self) -> *mut f32 {
-        self.0
     }
 }
 

@@ -23,6 +23,7 @@ mod im2col;
 pub mod kernels;
 pub mod layout;
 pub mod recurrent;
+mod shared_out;
 #[cfg(test)]
 mod test_values;
 pub mod transdata;

@@ -11,6 +11,7 @@ use rge_simd::{Scalar, Simd};
 
 use crate::gemm::Isa;
 use crate::kernels::f32s;
+use crate::shared_out::SharedOut;
 
 /// NCHW → NHWC.
 pub const TO_NHWC: [i64; 4] = [0, 2, 3, 1];
@@ -82,7 +83,7 @@ pub fn transpose(isa: Isa, src: &[f32], rows: usize, cols: usize, dst: &mut [f32
     let bands = rows.div_ceil(16);
     let per = bands.div_ceil(threads).max(BANDS_PER_TASK);
     let run = |b0: usize, b1: usize| {
-        let dst_ptr = DstPtr(dst.as_ptr() as *mut f32);
+        let dst_ptr = SharedOut(dst.as_ptr() as *mut f32);
         // SAFETY: bands [b0, b1) write only rows [16·b0, 16·b1) of each of dst's columns, which
         // no other task writes; the slices hold rows × cols values (asserted above).
         unsafe { bands_isa(isa, src, rows, cols, dst_ptr, b0, b1) }
@@ -96,14 +97,6 @@ pub fn transpose(isa: Isa, src: &[f32], rows: usize, cols: usize, dst: &mut [f32
     }
 }
 
-/// The output, shared by the tasks (each writes its own rows of every column).
-#[derive(Clone, Copy)]
-struct DstPtr(*mut f32);
-// SAFETY: tasks write disjoint elements through it (see `transpose`).
-unsafe impl Send for DstPtr {}
-// SAFETY: as above.
-unsafe impl Sync for DstPtr {}
-
 /// # Safety
 /// `src` and the memory at `dst` hold `rows × cols` values; no one else writes rows
 /// `[16·b0, 16·b1)` of dst's columns meanwhile.
@@ -112,7 +105,7 @@ unsafe fn bands_isa(
     src: &[f32],
     rows: usize,
     cols: usize,
-    dst: DstPtr,
+    dst: SharedOut,
     b0: usize,
     b1: usize,
 ) {
@@ -132,7 +125,7 @@ unsafe fn bands_simd<S: Simd>(
     src: &[f32],
     rows: usize,
     cols: usize,
-    dst: DstPtr,
+    dst: SharedOut,
     b0: usize,
     b1: usize,
 ) {
@@ -159,7 +152,14 @@ unsafe fn bands_simd<S: Simd>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn bands_avx512(src: &[f32], rows: usize, cols: usize, dst: DstPtr, b0: usize, b1: usize) {
+unsafe fn bands_avx512(
+    src: &[f32],
+    rows: usize,
+    cols: usize,
+    dst: SharedOut,
+    b0: usize,
+    b1: usize,
+) {
     // SAFETY: reached only after the ISA check; the contract is forwarded.
     unsafe {
         bands_simd(

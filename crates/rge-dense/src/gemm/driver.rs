@@ -23,32 +23,13 @@ use rayon::prelude::*;
 use super::epilogue::EpiCtx;
 use super::pack::{pack_a, pack_b, AlignedBuf, Raw, K_BLOCK, PANEL_A, PANEL_B};
 use super::simd::{run_tile, Isa, Mode, Store, Tile};
+use crate::shared_out::SharedOut;
 
 /// An operand as the driver sees it: raw (packed per block) or prepacked panels.
 #[derive(Clone, Copy)]
 pub(crate) enum Src<'a> {
     Raw(Raw<'a>),
     Packed(&'a [f32]),
-}
-
-/// C's base pointer, shared by the parts.
-#[derive(Clone, Copy)]
-pub(crate) struct CPtr(pub *mut f32);
-// SAFETY: the parts of one call write disjoint rectangles of C (see `run`), and the `&mut [f32]`
-// it came from is borrowed for the whole call.
-unsafe impl Send for CPtr {}
-// SAFETY: as above.
-unsafe impl Sync for CPtr {}
-
-impl CPtr {
-    /// The pointer `n` floats further.
-    ///
-    /// # Safety
-    /// As `pointer::add`: the result must stay inside C's allocation.
-    pub(crate) unsafe fn add(self, n: usize) -> CPtr {
-        // SAFETY: the caller's contract.
-        CPtr(unsafe { self.0.add(n) })
-    }
 }
 
 /// One validated GEMM (all operands checked to cover their shapes).
@@ -61,7 +42,7 @@ pub(crate) struct Problem<'a> {
     pub beta: f32,
     pub a: Src<'a>,
     pub b: Src<'a>,
-    pub c: CPtr,
+    pub c: SharedOut,
     pub ldc: usize,
     pub epi: Option<&'a EpiCtx<'a>>,
 }

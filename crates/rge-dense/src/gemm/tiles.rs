@@ -5,9 +5,7 @@
 use rayon::prelude::*;
 
 use super::pack::check_raw;
-use super::{
-    driver, sgemm_into, AOperand, BOperand, Bias, Epilogue, GemmError, GemmParams, Isa, Residual,
-};
+use super::{sgemm_into, AOperand, BOperand, Bias, Epilogue, GemmError, GemmParams, Isa, Residual};
 
 /// One tile's GEMM, called by the tile's B maker with the tile's `k × cols` B.
 pub type TileGemm<'r> = dyn FnMut(BOperand<'_>) -> Result<(), GemmError> + 'r;
@@ -39,7 +37,7 @@ where
         return Ok(());
     }
     let tile = tile.clamp(1, n);
-    let base = driver::CPtr(c.as_mut_ptr());
+    let base = crate::shared_out::SharedOut(c.as_mut_ptr());
     let run = |t: usize| -> Result<(), GemmError> {
         let c0 = t * tile;
         let cols = tile.min(n - c0);
