@@ -1,7 +1,9 @@
 //! The `dense` engine (the seed's AIcoreEngine, cost 1): its attributes, kernel definitions
-//! and optimizer. It claims f32 MatMul, Gemm, 1-D/2-D Conv, 1-D/2-D/3-D ConvTranspose, Einsum's GEMM patterns (every padding mode, groups,
-//! depthwise, dilations) and the fused forms its optimizer makes (`ai.rge` FusedConv and
-//! FusedMatMul); everything else falls to the next engine by cost (`cpu`, the reference).
+//! and optimizer. It claims f32 MatMul, Gemm, 1-D/2-D Conv, 1-D/2-D/3-D ConvTranspose, Einsum's
+//! GEMM patterns (every padding mode, groups, depthwise, dilations) and the forms its optimizer
+//! makes (`ai.rge` FusedConv and FusedMatMul; in channels-last regions FusedConvNhwc,
+//! MaxPoolNhwc and AveragePoolNhwc); everything else falls to the next engine by cost (`cpu`,
+//! the reference).
 
 use rge_engine::{
     BasicEngine, EngineAttributes, EngineKind, EngineResult, KernelStore, RuntimeType,
@@ -128,6 +130,21 @@ pub fn kernel_set() -> KernelSet {
         .outputs(ports(1))
         .with_check(conv_nhwc),
     );
+    for op in [
+        crate::pool_nhwc::MAX_POOL_NHWC,
+        crate::pool_nhwc::AVG_POOL_NHWC,
+    ] {
+        set.add(
+            KernelDef::new(
+                format!("dense.{op}"),
+                op,
+                crate::pool_nhwc::create_pool_nhwc,
+            )
+            .domain(RGE_DOMAIN)
+            .inputs(ports(1))
+            .outputs(ports(1)),
+        );
+    }
     set.add(
         KernelDef::new(
             "dense.TransData",

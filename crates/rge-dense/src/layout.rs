@@ -28,6 +28,7 @@ use rge_ir::{
 
 use crate::conv_nhwc::supported_grouping;
 use crate::fuse::{has_control, is_f32_out, producer, FUSED_ATTR, RGE_DOMAIN};
+use crate::pool_nhwc::{AVG_POOL_NHWC, MAX_POOL_NHWC};
 
 /// The op a region's convolutions become.
 pub const CONV_NHWC: &str = "FusedConvNhwc";
@@ -54,8 +55,25 @@ fn is_const(g: &ComputeGraph, n: NodeId, i: usize) -> bool {
     producer(g, n, i).is_some_and(|a| g.op(a.node).is_some_and(|o| o.const_value().is_some()))
 }
 
-/// Whether `n` may join a channels-last region.
-fn candidate(g: &ComputeGraph, n: NodeId) -> Option<()> {
+/// What a region member is: a convolution (data inputs X and Z) or a pool (X).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Member {
+    Conv,
+    Pool,
+}
+
+impl Member {
+    /// The inputs that carry NCHW data (the others, weights and bias, stay as they are).
+    fn data_inputs(self) -> &'static [usize] {
+        match self {
+            Member::Conv => &[0, 3],
+            Member::Pool => &[0],
+        }
+    }
+}
+
+/// Whether convolution `n` may join a channels-last region.
+fn conv_candidate(g: &ComputeGraph, n: NodeId) -> Option<()> {
     let op = g.op(n)?;
     let ok_type = match op.op_type() {
         "Conv" => op.domain().is_empty(),
@@ -85,6 +103,31 @@ fn candidate(g: &ComputeGraph, n: NodeId) -> Option<()> {
     (strides.len() == 2 && dils.len() == 2).then_some(())
 }
 
+/// The channels-last form of pool `n` (ONNX MaxPool or AveragePool, 2-D, f32, shapes known,
+/// no Indices output read, no control edges), if it has one.
+fn pool_nhwc_op(g: &ComputeGraph, n: NodeId) -> Option<&'static str> {
+    let op = g.op(n)?;
+    let name = match op.op_type() {
+        "MaxPool" if op.domain().is_empty() => MAX_POOL_NHWC,
+        "AveragePool" if op.domain().is_empty() => AVG_POOL_NHWC,
+        _ => return None,
+    };
+    if !is_f32_out(g, n) || has_control(g, n) {
+        return None;
+    }
+    let indices_read =
+        op.output_count() > 1 && (g.is_output_node(n) || !g.node(n)?.peers_of_output(1).is_empty());
+    if indices_read {
+        return None;
+    }
+    dims_of(op.input(0))?;
+    dims_of(op.output(0))?;
+    match op.attrs().get("kernel_shape") {
+        Some(AttrValue::ListInt(k)) if k.len() == 2 => Some(name),
+        _ => None,
+    }
+}
+
 /// `[N, C, H, W]` as `[N, H, W, C]`, format NHWC.
 fn nhwc_desc(d: &TensorDesc) -> TensorDesc {
     let v = d.shape().dims();
@@ -109,16 +152,41 @@ fn find(parent: &mut HashMap<NodeId, NodeId>, n: NodeId) -> NodeId {
     r
 }
 
-/// The regions worth converting, each in graph order.
-fn regions(g: &ComputeGraph) -> Vec<Vec<NodeId>> {
+/// The members of every region worth converting, each region in graph order.
+///
+/// Convolutions join through their data input and residual. A pool joins when its input comes
+/// from a member (a pool fed from outside would move the Transpose to its larger input); a
+/// region needs [`MIN_REGION`] convolutions.
+fn regions(g: &ComputeGraph) -> Vec<Vec<(NodeId, Member)>> {
     let root = g.root();
-    let cands: Vec<NodeId> = g
-        .nodes_of(root)
-        .filter(|&n| candidate(g, n).is_some())
+    let nodes: Vec<NodeId> = g.nodes_of(root).collect();
+    let mut kind: HashMap<NodeId, Member> = nodes
+        .iter()
+        .filter(|&&n| conv_candidate(g, n).is_some())
+        .map(|&n| (n, Member::Conv))
         .collect();
+    // Pools fed by members, to a fixed point (a chain of pools, as in YOLO's SPPF).
+    let pools: Vec<NodeId> = nodes
+        .iter()
+        .copied()
+        .filter(|&n| pool_nhwc_op(g, n).is_some())
+        .collect();
+    loop {
+        let before = kind.len();
+        for &n in &pools {
+            let fed = producer(g, n, 0).is_some_and(|a| a.index == 0 && kind.contains_key(&a.node));
+            if fed && !kind.contains_key(&n) {
+                kind.insert(n, Member::Pool);
+            }
+        }
+        if kind.len() == before {
+            break;
+        }
+    }
+    let cands: Vec<NodeId> = nodes.into_iter().filter(|n| kind.contains_key(n)).collect();
     let mut parent: HashMap<NodeId, NodeId> = cands.iter().map(|&n| (n, n)).collect();
     for &n in &cands {
-        for i in [0, 3] {
+        for &i in kind[&n].data_inputs() {
             if let Some(src) = producer(g, n, i) {
                 if src.index == 0 && parent.contains_key(&src.node) {
                     let (a, b) = (find(&mut parent, n), find(&mut parent, src.node));
@@ -127,7 +195,7 @@ fn regions(g: &ComputeGraph) -> Vec<Vec<NodeId>> {
             }
         }
     }
-    let mut groups: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+    let mut groups: HashMap<NodeId, Vec<(NodeId, Member)>> = HashMap::new();
     let mut order = Vec::new();
     for &n in &cands {
         let r = find(&mut parent, n);
@@ -137,12 +205,12 @@ fn regions(g: &ComputeGraph) -> Vec<Vec<NodeId>> {
                 order.push(r);
                 Vec::new()
             })
-            .push(n);
+            .push((n, kind[&n]));
     }
     order
         .into_iter()
         .filter_map(|r| groups.remove(&r))
-        .filter(|nodes| nodes.len() >= MIN_REGION)
+        .filter(|m| m.iter().filter(|(_, k)| *k == Member::Conv).count() >= MIN_REGION)
         .collect()
 }
 
@@ -172,13 +240,93 @@ fn transpose_op(
     Ok(t)
 }
 
+/// The FusedConvNhwc of convolution `n`.
+fn conv_nhwc_op(
+    g: &ComputeGraph,
+    n: NodeId,
+    op: &OpDesc,
+    taken: &mut HashSet<String>,
+) -> Result<OpDesc, String> {
+    let mut conv = OpDesc::new(
+        fresh_name(g, format!("{}_nhwc", op.name()), taken),
+        CONV_NHWC,
+    );
+    conv.set_domain(RGE_DOMAIN);
+    conv.set_opset(Some(1));
+    conv.set_engine_name("");
+    for (k, v) in op.attrs().iter() {
+        conv.attrs_mut().set(k, v.clone());
+    }
+    if op.attrs().get(FUSED_ATTR).is_none() {
+        conv.attrs_mut().set(
+            FUSED_ATTR,
+            AttrValue::ListString(vec![op.name().to_string()]),
+        );
+    }
+    for (i, port) in ["X", "W", "B", "Z"].into_iter().enumerate() {
+        let d = op.input(i).cloned().unwrap_or_default();
+        let d = if (i == 0 || i == 3) && producer(g, n, i).is_some() {
+            nhwc_desc(&d)
+        } else {
+            d
+        };
+        conv.add_input(port, d).map_err(|e| e.to_string())?;
+    }
+    let y = op.output(0).ok_or("Conv without output")?;
+    conv.add_output("Y", nhwc_desc(y))
+        .map_err(|e| e.to_string())?;
+    Ok(conv)
+}
+
+/// The MaxPoolNhwc or AveragePoolNhwc of pool `n`, with the attributes they share with ONNX's
+/// (MaxPool's storage_order only orders Indices, which a member does not have).
+fn pool_op(
+    g: &ComputeGraph,
+    n: NodeId,
+    op: &OpDesc,
+    taken: &mut HashSet<String>,
+) -> Result<OpDesc, String> {
+    let ty = pool_nhwc_op(g, n).ok_or("not a channels-last pool")?;
+    let mut pool = OpDesc::new(fresh_name(g, format!("{}_nhwc", op.name()), taken), ty);
+    pool.set_domain(RGE_DOMAIN);
+    pool.set_opset(Some(1));
+    pool.set_engine_name("");
+    for (k, v) in op.attrs().iter() {
+        let shared = [
+            "auto_pad",
+            "ceil_mode",
+            "count_include_pad",
+            "dilations",
+            "kernel_shape",
+            "pads",
+            "strides",
+        ];
+        if shared.contains(&k) {
+            pool.attrs_mut().set(k, v.clone());
+        }
+    }
+    let x = op.input(0).ok_or("a pool without input")?;
+    pool.add_input("X", nhwc_desc(x))
+        .map_err(|e| e.to_string())?;
+    let y = op.output(0).ok_or("a pool without output")?;
+    pool.add_output("Y", nhwc_desc(y))
+        .map_err(|e| e.to_string())?;
+    Ok(pool)
+}
+
 /// The next region to convert, as one patch: its convolutions replaced by FusedConvNhwc,
 /// Transposes at its borders.
 pub(crate) fn next_channels_last_region(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
     let Some(region) = regions(g).into_iter().next() else {
         return Ok(None);
     };
-    let members: HashSet<NodeId> = region.iter().copied().collect();
+    let members: HashMap<NodeId, Member> = region.iter().copied().collect();
+    // Whether input `i` of `n` is a data input of a member (read in NHWC).
+    let reads_nhwc = |n: NodeId, i: usize| {
+        members
+            .get(&n)
+            .is_some_and(|k| k.data_inputs().contains(&i))
+    };
     let mut patch = GraphPatch::in_graph(g.root());
     let mut taken = HashSet::new();
     let out_desc = |a: OutAnchor| -> Result<TensorDesc, String> {
@@ -188,50 +336,28 @@ pub(crate) fn next_channels_last_region(g: &ComputeGraph) -> Result<Option<Graph
             .ok_or_else(|| format!("`{}` has no output {}", g.name_of(a.node), a.index))
     };
     let mut new_of: HashMap<NodeId, usize> = HashMap::new();
-    for &n in &region {
+    for &(n, kind) in &region {
         let op = g.op(n).ok_or("stale node")?;
-        let mut conv = OpDesc::new(
-            fresh_name(g, format!("{}_nhwc", op.name()), &mut taken),
-            CONV_NHWC,
-        );
-        conv.set_domain(RGE_DOMAIN);
-        conv.set_opset(Some(1));
-        conv.set_engine_name("");
-        for (k, v) in op.attrs().iter() {
-            conv.attrs_mut().set(k, v.clone());
-        }
-        if op.attrs().get(FUSED_ATTR).is_none() {
-            conv.attrs_mut().set(
-                FUSED_ATTR,
-                AttrValue::ListString(vec![op.name().to_string()]),
-            );
-        }
-        for (i, port) in ["X", "W", "B", "Z"].into_iter().enumerate() {
-            let d = op.input(i).cloned().unwrap_or_default();
-            let d = if (i == 0 || i == 3) && producer(g, n, i).is_some() {
-                nhwc_desc(&d)
-            } else {
-                d
-            };
-            conv.add_input(port, d).map_err(|e| e.to_string())?;
-        }
-        let y = op.output(0).ok_or("Conv without output")?;
-        conv.add_output("Y", nhwc_desc(y))
-            .map_err(|e| e.to_string())?;
+        let nhwc = match kind {
+            Member::Conv => conv_nhwc_op(g, n, op, &mut taken)?,
+            Member::Pool => pool_op(g, n, op, &mut taken)?,
+        };
         patch.remove(n);
-        new_of.insert(n, patch.add_node(conv));
+        new_of.insert(n, patch.add_node(nhwc));
     }
     // Inputs: from the region directly, else through one Transpose per value entering.
     let mut entering: HashMap<(NodeId, i32), usize> = HashMap::new();
-    for &n in &region {
+    for &(n, kind) in &region {
         let k = new_of[&n];
-        for i in 0..4 {
+        let arity = if kind == Member::Conv { 4 } else { 1 };
+        for i in 0..arity {
             let Some(src) = producer(g, n, i) else {
                 continue;
             };
-            let from = if (i == 0 || i == 3) && src.index == 0 && members.contains(&src.node) {
+            let data = reads_nhwc(n, i);
+            let from = if data && src.index == 0 && members.contains_key(&src.node) {
                 Outlet::new_node(new_of[&src.node], 0)
-            } else if i == 0 || i == 3 {
+            } else if data {
                 let t = match entering.get(&(src.node, src.index)) {
                     Some(&t) => t,
                     None => {
@@ -257,14 +383,13 @@ pub(crate) fn next_channels_last_region(g: &ComputeGraph) -> Result<Option<Graph
         }
     }
     // Outputs read outside the region (or listed as graph outputs) leave through a Transpose.
-    for &n in &region {
+    for &(n, _) in &region {
         let node = g.node(n).ok_or("stale node")?;
-        let inside =
-            |p: &rge_ir::InAnchor| members.contains(&p.node) && (p.index == 0 || p.index == 3);
+        let inside = |p: &rge_ir::InAnchor| p.index >= 0 && reads_nhwc(p.node, p.index as usize);
         let leaves = g.is_output_node(n) || !node.peers_of_output(0).iter().all(inside);
         if leaves {
             let op = g.op(n).ok_or("stale node")?;
-            let y = op.output(0).ok_or("Conv without output")?.clone();
+            let y = op.output(0).ok_or("a member without output")?.clone();
             let name = fresh_name(g, format!("{}_to_nchw", op.name()), &mut taken);
             let t = patch.add_node(transpose_op(name, nhwc_desc(&y), y, [0, 3, 1, 2])?);
             patch.connect(Outlet::new_node(new_of[&n], 0), t, 0);

@@ -22,6 +22,7 @@ pub mod gemm;
 mod im2col;
 pub mod kernels;
 pub mod layout;
+pub mod pool_nhwc;
 pub mod recurrent;
 mod shared_out;
 #[cfg(test)]

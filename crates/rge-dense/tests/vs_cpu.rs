@@ -4,7 +4,8 @@
 //! broadcasting, 1-D operands), Gemm (transposes, alpha, beta, every form of C), each with
 //! constant weights (packed when built) and computed ones, and the fused epilogues against the
 //! reference followed by the same bias, residual and activation; the channels-last Conv
-//! (FusedConvNhwc) and layout conversions against the reference on permuted data. Max relative
+//! (FusedConvNhwc), the channels-last pools and layout conversions against the reference on
+//! permuted data. Max relative
 //! error 1e-4.
 
 use proptest::prelude::*;
@@ -305,10 +306,13 @@ prop_compose! {
 }
 
 prop_compose! {
-    /// 2-D Conv for the channels-last kernel: ungrouped (up to 48 output channels, so the
-    /// direct kernel and the GEMM both run) or depthwise.
+    /// 2-D Conv for the channels-last kernel: ungrouped (the direct kernel, and the GEMM for
+    /// wide 1×1 ones) or depthwise.
     fn conv_nhwc_case()(
-        n in 1usize..3, cin in 1usize..40, cout in 1usize..80, depthwise in any::<bool>(),
+        // Channel counts on both sides of the pointwise GEMM's threshold (more than 128 out
+        // and 64 in), and of the direct kernel's 32-channel blocks.
+        n in 1usize..3, cin in prop_oneof![1usize..40, 65usize..80],
+        cout in prop_oneof![1usize..80, 129usize..150], depthwise in any::<bool>(),
         h in 1usize..14, w in 1usize..14, k in 1usize..6, stride in 1usize..4,
         dil in 1usize..3, pad in 0usize..3, auto in 0usize..4, bias in any::<bool>(),
         seed in any::<u64>()
@@ -332,6 +336,36 @@ prop_compose! {
             bias.then(|| tensor(&[cout], seed ^ 2)),
         ];
         Case { op: "Conv", attrs, inputs }
+    }
+}
+
+prop_compose! {
+    /// MaxPool or AveragePool over NCHW: kernels, strides, dilations, pads (uneven), auto_pad,
+    /// ceil mode, count_include_pad.
+    fn pool_case()(
+        n in 1usize..3, c in 1usize..40, h in 1usize..16, w in 1usize..16, k in 1usize..5,
+        stride in 1usize..4, dil in 1usize..3, pad in 0usize..3, auto in 0usize..4,
+        ceil in any::<bool>(), max in any::<bool>(), include_pad in any::<bool>(),
+        seed in any::<u64>()
+    ) -> Case {
+        let reach = (k - 1) * dil + 1;
+        let (h, w) = (h.max(reach), w.max(reach));
+        let mut attrs = AttrMap::new();
+        attrs.set("kernel_shape", ints(&[k, k]));
+        attrs.set("strides", ints(&[stride, stride]));
+        attrs.set("dilations", ints(&[dil, dil]));
+        attrs.set("ceil_mode", i64::from(ceil));
+        attrs.set("count_include_pad", i64::from(include_pad));
+        // Pads stay under the kernel's reach, as the spec asks.
+        let pad = pad.min(reach - 1);
+        match auto {
+            0 => attrs.set("pads", ints(&[pad, pad.saturating_sub(1), pad, pad])),
+            1 => attrs.set("auto_pad", "SAME_UPPER"),
+            2 => attrs.set("auto_pad", "SAME_LOWER"),
+            _ => attrs.set("auto_pad", "VALID"),
+        };
+        let op = if max { "MaxPool" } else { "AveragePool" };
+        Case { op, attrs, inputs: vec![Some(tensor(&[n, c, h, w], seed))] }
     }
 }
 
@@ -380,6 +414,19 @@ proptest! {
     #[test]
     fn conv_nhwc_matches_the_reference(c in conv_nhwc_case()) {
         check_nhwc(&c).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn pool_nhwc_matches_the_reference(c in pool_case()) {
+        let want = permuted(&cpu(&c), [0, 2, 3, 1]);
+        let mut nhwc = c.clone();
+        nhwc.inputs[0] = c.inputs[0].as_ref().map(|x| permuted(x, [0, 2, 3, 1]));
+        let op = if c.op == "MaxPool" { "MaxPoolNhwc" } else { "AveragePoolNhwc" };
+        let k = build(rge_dense::pool_nhwc::create_pool_nhwc, &nhwc, op, "ai.rge", &[]);
+        for threads in [1, 2] {
+            let got = run(k.as_ref(), &nhwc.inputs, threads).map_err(TestCaseError::fail)?;
+            close(&got, &want).map_err(|e| TestCaseError::fail(format!("threads {threads}: {e}")))?;
+        }
     }
 
     #[test]

@@ -230,3 +230,97 @@ fn a_computed_weight_keeps_its_convolution_out_of_the_region() {
         assert!(!got.has("FusedConvNhwc"), "{:?}", got.types);
     }
 }
+
+/// A ResNet-style stem (7×7 stride 2 on 3 channels, 3×3 stride-2 MaxPool), a residual pair of
+/// 3×3 convolutions, an AveragePool and a 1×1: `indices_read` also makes the MaxPool's Indices
+/// a graph output.
+fn stem_and_pools(indices_read: bool) -> ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 3, 30, 29]);
+    let stem = conv(&mut n, &x, spec(3, 16, 7, 2, 1), 1);
+    let pool_attrs = vec![
+        a_ints("kernel_shape", &[3, 3]),
+        a_ints("strides", &[2, 2]),
+        a_ints("pads", &[1, 1, 1, 1]),
+    ];
+    let p = if indices_read {
+        n.op_outs("MaxPool", &[&stem], &["p", "i"], pool_attrs);
+        n.output("i", I64, &[2, 16, 8, 8]);
+        "p".to_string()
+    } else {
+        n.op("MaxPool", &[&stem], pool_attrs)
+    };
+    let a = conv(&mut n, &p, spec(16, 16, 3, 1, 1), 3);
+    let w = n.weight(&[16, 16, 3, 3], 5);
+    let b = n.op("Conv", &[&a, &w], vec![a_ints("pads", &[1, 1, 1, 1])]);
+    let s = n.op("Add", &[&b, &p], vec![]);
+    let s = n.op("Relu", &[&s], vec![]);
+    let avg = n.op(
+        "AveragePool",
+        &[&s],
+        vec![
+            a_ints("kernel_shape", &[3, 3]),
+            a_ints("strides", &[2, 2]),
+            a_ints("pads", &[0, 0, 1, 1]),
+            a_int("count_include_pad", 0),
+        ],
+    );
+    let c = conv(&mut n, &avg, spec(16, 8, 1, 1, 1), 7);
+    n.op_to("Identity", &[&c], "y", vec![]);
+    n.output("y", F32, &[2, 8, 4, 4]);
+    n.model()
+}
+
+#[test]
+fn pools_between_convolutions_join_the_region() {
+    let m = stem_and_pools(false);
+    let want = compile(&m, no_dense());
+    for threads in [1, 2] {
+        let got = compile_on(&m, threads);
+        assert_eq!(got.count("FusedConvNhwc"), 4, "{:?}", got.types);
+        assert_eq!(got.count("MaxPoolNhwc"), 1, "{:?}", got.types);
+        assert_eq!(got.count("AveragePoolNhwc"), 1, "{:?}", got.types);
+        assert!(
+            !got.has("MaxPool") && !got.has("AveragePool"),
+            "{:?}",
+            got.types
+        );
+        // In at the 3-channel image, out after the last convolution.
+        assert_eq!(got.count("Transpose"), 2, "{:?}", got.types);
+        assert_close(&got, &want);
+    }
+}
+
+#[test]
+fn a_maxpool_whose_indices_are_read_splits_the_region() {
+    let m = stem_and_pools(true);
+    let got = compile(&m, cpu_engines());
+    assert_eq!(got.count("MaxPool"), 1, "{:?}", got.types);
+    assert!(!got.has("MaxPoolNhwc"), "{:?}", got.types);
+    // The stem alone is a group of one; the rest (three convolutions and the average) converts.
+    assert_eq!(got.count("FusedConvNhwc"), 3, "{:?}", got.types);
+    assert_eq!(got.count("AveragePoolNhwc"), 1, "{:?}", got.types);
+    assert_close(&got, &compile(&m, no_dense()));
+}
+
+#[test]
+fn a_pool_fed_from_outside_a_region_stays_in_nchw() {
+    // The pool reads the graph input: converting it would transpose its larger input.
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[1, 8, 16, 16]);
+    let p = n.op(
+        "MaxPool",
+        &[&x],
+        vec![a_ints("kernel_shape", &[2, 2]), a_ints("strides", &[2, 2])],
+    );
+    let a = conv(&mut n, &p, spec(8, 8, 3, 1, 1), 1);
+    let b = conv(&mut n, &a, spec(8, 8, 3, 1, 1), 3);
+    let c = conv(&mut n, &b, spec(8, 8, 3, 1, 1), 5);
+    n.op_to("Identity", &[&c], "y", vec![]);
+    n.output("y", F32, &[1, 8, 8, 8]);
+    let m = n.model();
+    let got = compile(&m, cpu_engines());
+    assert_eq!(got.count("MaxPool"), 1, "{:?}", got.types);
+    assert_eq!(got.count("FusedConvNhwc"), 3, "{:?}", got.types);
+    assert_close(&got, &compile(&m, no_dense()));
+}

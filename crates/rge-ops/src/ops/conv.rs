@@ -411,7 +411,42 @@ fn fused_conv_nhwc(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     Ok(())
 }
 
+/// MaxPool or AveragePool on channels-last data: X `[N, H, W, C]`, Y `[N, OH, OW, C]`; made by
+/// the dense engine's channels-last regions.
+fn pool_nhwc(ctx: &mut InferCtx<'_>) -> OpResult<()> {
+    let dt = ctx.input(0)?.dtype;
+    let Some(x) = dims_or_unknown(ctx, 0, dt)? else {
+        return Ok(());
+    };
+    if x.len() != 4 {
+        bail!(
+            "X must have rank 4 (2-D, channels last), got {}",
+            fmt_dims(x)
+        );
+    }
+    let Some(kernel) = ctx.attr_ints("kernel_shape")? else {
+        bail!("required attribute `kernel_shape` is missing");
+    };
+    let ceil_mode = ctx.attr_int_opt("ceil_mode")?.unwrap_or(0) != 0;
+    let sp = window_out(ctx, &x[1..3], kernel, ceil_mode, true)?;
+    ctx.set_output_dims(0, dt, &[x[0], sp[0], sp[1], x[3]]);
+    Ok(())
+}
+
+/// The attributes of the channels-last pools (ONNX's, `count_include_pad` read by the average).
+pub const POOL_NHWC_ATTRS: &str = "auto_pad:string=NOTSET, ceil_mode:int=0, count_include_pad:int=0, dilations:ints, kernel_shape:ints!, pads:ints, strides:ints";
+
 pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
+    for name in ["MaxPoolNhwc", "AveragePoolNhwc"] {
+        b.register(
+            crate::proto::OpProto::new(RGE_DOMAIN, name, 1)
+                .sig("X:T -> Y:T")
+                .attrs(POOL_NHWC_ATTRS)
+                .tc("T", FLOATS)
+                .infer(pool_nhwc)
+                .format(FormatRule::Spatial),
+        )?;
+    }
     b.register(
         crate::proto::OpProto::new(RGE_DOMAIN, "FusedConvNhwc", 1)
             .sig("X:T, W:T, B?:T, Z?:T -> Y:T")
