@@ -278,6 +278,17 @@ fn conv_nhwc_op(
     Ok(conv)
 }
 
+/// The attributes the channels-last pools share with ONNX's.
+const POOL_ATTRS: [&str; 7] = [
+    "auto_pad",
+    "ceil_mode",
+    "count_include_pad",
+    "dilations",
+    "kernel_shape",
+    "pads",
+    "strides",
+];
+
 /// The MaxPoolNhwc or AveragePoolNhwc of pool `n`, with the attributes they share with ONNX's
 /// (MaxPool's storage_order only orders Indices, which a member does not have).
 fn pool_op(
@@ -292,16 +303,7 @@ fn pool_op(
     pool.set_opset(Some(1));
     pool.set_engine_name("");
     for (k, v) in op.attrs().iter() {
-        let shared = [
-            "auto_pad",
-            "ceil_mode",
-            "count_include_pad",
-            "dilations",
-            "kernel_shape",
-            "pads",
-            "strides",
-        ];
-        if shared.contains(&k) {
+        if POOL_ATTRS.contains(&k) {
             pool.attrs_mut().set(k, v.clone());
         }
     }

@@ -156,3 +156,44 @@ fn random_nodes_never_panic() {
     assert!(panics.is_empty(), "panicked: {}", panics.join(", "));
     assert!(runs > 5000, "{runs}");
 }
+
+/// A TF Reshape whose target shape's element count overflows i64 is an error naming the node
+/// (the random test above found it panicking).
+#[test]
+fn a_tf_reshape_to_an_overflowing_shape_is_an_error() {
+    let reg = OpRegistry::builtin();
+    let (domain, _, versions) = reg
+        .ops()
+        .into_iter()
+        .find(|(d, op, _)| *op == "Reshape" && *d == "tf")
+        .expect("tf Reshape is registered");
+    let mut g = ComputeGraph::new("g");
+    let x = TensorDesc::with_shape_dtype(Shape::new([2, 3]), DataType::Float);
+    let s = TensorDesc::with_shape_dtype(Shape::new([3]), DataType::Int64);
+    let x_id = g
+        .add_root_node(
+            OpDesc::new("in0", "Data")
+                .with_input("", x.clone())
+                .with_output("", x),
+        )
+        .unwrap();
+    let s_id = g
+        .add_root_node(
+            OpDesc::new("in1", "Data")
+                .with_input("", s.clone())
+                .with_output("", s),
+        )
+        .unwrap();
+    let mut opts = InferOptions::with_opsets([(domain, versions[0].since_version)]);
+    opts.input_values.insert(
+        "in1".into(),
+        Value::ints(DataType::Int64, vec![3], vec![i64::MAX, 4, -1]),
+    );
+    let mut op = OpDesc::new("n", "Reshape").with_ports(2, 1);
+    op.set_domain(domain);
+    let n = g.add_root_node(op).unwrap();
+    g.add_edge(x_id, 0, n, 0).unwrap();
+    g.add_edge(s_id, 0, n, 1).unwrap();
+    let err = infer_graph(&mut g, &reg, &opts).unwrap_err().to_string();
+    assert!(err.contains("`n`") && err.contains("overflows"), "{err}");
+}

@@ -380,8 +380,14 @@ fn reshape(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         bail!("shape {s:?}: at most one -1 and no other negative dim");
     }
     let total = ctx.input(0)?.dims().and_then(product);
+    let Some(rest) = s
+        .iter()
+        .filter(|&&x| x != -1)
+        .try_fold(1i64, |a, &x| a.checked_mul(x))
+    else {
+        bail!("shape {s:?}: its element count overflows");
+    };
     if let Some(k) = s.iter().position(|&x| x == -1) {
-        let rest: i64 = s.iter().filter(|&&x| x != -1).product();
         if let Some(t) = total {
             if rest == 0 || t % rest != 0 {
                 bail!("cannot reshape {t} elements into {s:?}");
@@ -389,8 +395,7 @@ fn reshape(ctx: &mut InferCtx<'_>) -> OpResult<()> {
             s[k] = t / rest;
         }
     } else if let Some(t) = total {
-        let n: i64 = s.iter().product();
-        if n != t {
+        if rest != t {
             bail!("cannot reshape {t} elements into {s:?}");
         }
     }
