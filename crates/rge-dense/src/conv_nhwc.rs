@@ -312,14 +312,7 @@ impl Kernel for ConvNhwcKernel {
         }
         let d = Dims { n, cin, cout, g };
         let io = Io { x: xv, bias, z };
-        let pointwise = kh == 1
-            && kw == 1
-            && g.stride_h == 1
-            && g.stride_w == 1
-            && g.pad_top == 0
-            && g.pad_left == 0
-            && g.oh == g.h
-            && g.ow == g.w;
+        let pointwise = g.is_pointwise();
         if !depthwise && pointwise && pointwise_as_gemm(cin, cout) {
             let owned;
             let b_op = match packed {

@@ -31,6 +31,21 @@ pub struct DwGeometry {
     pub ow: usize,
 }
 
+impl DwGeometry {
+    /// A 1×1 filter at stride 1 without padding: every output pixel is its input pixel, so an
+    /// ungrouped convolution is one GEMM over the pixels.
+    pub fn is_pointwise(&self) -> bool {
+        self.kh == 1
+            && self.kw == 1
+            && self.stride_h == 1
+            && self.stride_w == 1
+            && self.pad_top == 0
+            && self.pad_left == 0
+            && self.oh == self.h
+            && self.ow == self.w
+    }
+}
+
 use crate::gather::gather_strided;
 /// The instruction sets the kernel is compiled for: the GEMM's, detected the same way.
 pub use crate::gemm::Isa;

@@ -692,14 +692,7 @@ impl Kernel for ConvKernel {
             }
             return Ok(());
         }
-        let pointwise = kh == 1
-            && kw == 1
-            && g.stride_h == 1
-            && g.stride_w == 1
-            && g.pad_top == 0
-            && g.pad_left == 0
-            && g.oh == h
-            && g.ow == wd;
+        let pointwise = g.is_pointwise();
         // im2col by tiles of output columns (each tile's matrix stays in L2 while the GEMM
         // packs it). With several threads the tiles run in parallel, each with its own im2col
         // and a one-thread GEMM: splitting each tile's small GEMM instead left the im2col on

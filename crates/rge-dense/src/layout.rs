@@ -240,6 +240,15 @@ fn transpose_op(
     Ok(t)
 }
 
+/// A new, unplaced `ai.rge` op of type `ty` named after `op`, with no ports yet.
+fn nhwc_op(g: &ComputeGraph, op: &OpDesc, ty: &str, taken: &mut HashSet<String>) -> OpDesc {
+    let mut new = OpDesc::new(fresh_name(g, format!("{}_nhwc", op.name()), taken), ty);
+    new.set_domain(RGE_DOMAIN);
+    new.set_opset(Some(1));
+    new.set_engine_name("");
+    new
+}
+
 /// The FusedConvNhwc of convolution `n`.
 fn conv_nhwc_op(
     g: &ComputeGraph,
@@ -247,13 +256,7 @@ fn conv_nhwc_op(
     op: &OpDesc,
     taken: &mut HashSet<String>,
 ) -> Result<OpDesc, String> {
-    let mut conv = OpDesc::new(
-        fresh_name(g, format!("{}_nhwc", op.name()), taken),
-        CONV_NHWC,
-    );
-    conv.set_domain(RGE_DOMAIN);
-    conv.set_opset(Some(1));
-    conv.set_engine_name("");
+    let mut conv = nhwc_op(g, op, CONV_NHWC, taken);
     for (k, v) in op.attrs().iter() {
         conv.attrs_mut().set(k, v.clone());
     }
@@ -298,10 +301,7 @@ fn pool_op(
     taken: &mut HashSet<String>,
 ) -> Result<OpDesc, String> {
     let ty = pool_nhwc_op(g, n).ok_or("not a channels-last pool")?;
-    let mut pool = OpDesc::new(fresh_name(g, format!("{}_nhwc", op.name()), taken), ty);
-    pool.set_domain(RGE_DOMAIN);
-    pool.set_opset(Some(1));
-    pool.set_engine_name("");
+    let mut pool = nhwc_op(g, op, ty, taken);
     for (k, v) in op.attrs().iter() {
         if POOL_ATTRS.contains(&k) {
             pool.attrs_mut().set(k, v.clone());

@@ -12,7 +12,7 @@
 
 use rayon::prelude::*;
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
-use rge_kernels_nn::{Geometry, WindowAttrs};
+use rge_kernels_nn::{WindowAttrs, WindowTaps};
 use rge_simd::{Isa, Scalar, Simd};
 
 use crate::kernels::f32s;
@@ -64,45 +64,13 @@ pub fn create_pool_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> 
     Ok(Box::new(PoolNhwcKernel { window, kind }))
 }
 
-/// The taps of one output row or column: `first..end` of the kernel lie inside the input,
-/// `padded` of them inside the padded extent; `start` is the input position of tap 0.
-#[derive(Debug, Clone, Copy)]
-struct Taps {
-    start: isize,
-    first: usize,
-    end: usize,
-    padded: usize,
-}
-
-fn taps(o: usize, g: &Geometry, d: usize) -> Taps {
-    let (s, dil, k) = (g.strides[d], g.dilations[d], g.kernel[d]);
-    let (pb, pe, size) = (
-        g.pads_begin[d] as isize,
-        g.pads_end[d] as isize,
-        g.input[d] as isize,
-    );
-    let start = (o * s) as isize - pb;
-    let pos = |t: usize| start + (t * dil) as isize;
-    let first = (0..k).find(|&t| pos(t) >= 0).unwrap_or(k);
-    let end = (0..k).rev().find(|&t| pos(t) < size).map_or(0, |t| t + 1);
-    let padded = (0..k)
-        .filter(|&t| pos(t) >= -pb && pos(t) < size + pe)
-        .count();
-    Taps {
-        start,
-        first,
-        end: end.max(first),
-        padded,
-    }
-}
-
 /// One image's geometry, resolved once per run.
 struct Plan {
     w: usize,
     c: usize,
     dil: (usize, usize),
-    rows: Vec<Taps>,
-    cols: Vec<Taps>,
+    rows: Vec<WindowTaps>,
+    cols: Vec<WindowTaps>,
     kind: Kind,
 }
 
@@ -136,8 +104,8 @@ impl Kernel for PoolNhwcKernel {
             w,
             c,
             dil: (g.dilations[0], g.dilations[1]),
-            rows: (0..oh).map(|o| taps(o, &g, 0)).collect(),
-            cols: (0..ow).map(|o| taps(o, &g, 1)).collect(),
+            rows: (0..oh).map(|o| g.taps(o, 0)).collect(),
+            cols: (0..ow).map(|o| g.taps(o, 1)).collect(),
             kind: self.kind,
         };
         let xs = f32s(&x, "X")?;
@@ -282,7 +250,7 @@ fn combine<S: Simd>(s: S, max: bool, acc: S::V, v: S::V) -> S::V {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rge_kernels_nn::AutoPad;
+    use rge_kernels_nn::{AutoPad, Geometry};
 
     /// The pool in f64, straight from the definition, over NHWC data.
     fn naive(g: &Geometry, kind: Kind, x: &[f32], c: usize) -> Vec<f32> {
@@ -367,8 +335,8 @@ mod tests {
                     w,
                     c,
                     dil: (d, d),
-                    rows: (0..g.out[0]).map(|o| taps(o, &g, 0)).collect(),
-                    cols: (0..g.out[1]).map(|o| taps(o, &g, 1)).collect(),
+                    rows: (0..g.out[0]).map(|o| g.taps(o, 0)).collect(),
+                    cols: (0..g.out[1]).map(|o| g.taps(o, 1)).collect(),
                     kind,
                 };
                 for isa in Isa::available() {

@@ -17,7 +17,7 @@ mod util;
 /// The sliding-window geometry (auto_pad, pads, strides, dilations) of Conv-like ops, shared
 /// with the faster engines so their windows are exactly the reference's.
 pub use conv_transpose::{col2im_add_f32, ConvTranspose, CtPlan};
-pub use util::{AutoPad, Geometry, WindowAttrs};
+pub use util::{AutoPad, Geometry, WindowAttrs, WindowTaps};
 
 use rge_kernels::{KernelFactory, KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 

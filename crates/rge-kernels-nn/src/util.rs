@@ -280,6 +280,43 @@ pub struct Geometry {
     pub out: Vec<usize>,
 }
 
+/// The taps of one output position along one spatial dim: `first..end` of the kernel lie
+/// inside the input, `padded` of them inside the padded extent; `start` is the input position
+/// of tap 0 (negative in the begin padding).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowTaps {
+    pub start: isize,
+    pub first: usize,
+    pub end: usize,
+    pub padded: usize,
+}
+
+impl Geometry {
+    /// The taps of output index `o` along spatial dim `d` (pools: which window elements exist,
+    /// and how many count with `count_include_pad`).
+    pub fn taps(&self, o: usize, d: usize) -> WindowTaps {
+        let (s, dil, k) = (self.strides[d], self.dilations[d], self.kernel[d]);
+        let (pb, pe, size) = (
+            self.pads_begin[d] as isize,
+            self.pads_end[d] as isize,
+            self.input[d] as isize,
+        );
+        let start = (o * s) as isize - pb;
+        let pos = |t: usize| start + (t * dil) as isize;
+        let first = (0..k).find(|&t| pos(t) >= 0).unwrap_or(k);
+        let end = (0..k).rev().find(|&t| pos(t) < size).map_or(0, |t| t + 1);
+        let padded = (0..k)
+            .filter(|&t| pos(t) >= -pb && pos(t) < size + pe)
+            .count();
+        WindowTaps {
+            start,
+            first,
+            end: end.max(first),
+            padded,
+        }
+    }
+}
+
 /// Splits `shape` into (N, C, spatial) for NCHW-style ops (rank ≥ 3 unless `min_rank` says).
 pub(crate) fn nc_spatial(
     shape: &[usize],

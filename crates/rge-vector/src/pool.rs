@@ -8,7 +8,7 @@ use rge_kernels::{
     DType, Kernel, KernelCtx, KernelDef, KernelError, KernelFactory, KernelInit, KernelRegistry,
     KernelResult, KernelSet, PortDef, TypeSet,
 };
-use rge_kernels_nn::{Geometry, WindowAttrs};
+use rge_kernels_nn::{Geometry, WindowAttrs, WindowTaps};
 
 use crate::elementwise::fallback;
 use crate::rows::for_rows;
@@ -19,33 +19,6 @@ struct Pool {
     /// None: max; Some(include_pad): average.
     avg: Option<bool>,
     fallback: Box<dyn Kernel>,
-}
-
-/// For output index `o` of one dim: the taps `k` whose input position lies in `[0, size)`
-/// (`first..end` of the kernel), and the number that lie in the padded extent.
-#[derive(Clone, Copy)]
-struct Taps {
-    first: usize,
-    end: usize,
-    padded: usize,
-}
-
-fn taps(o: usize, g: &Geometry, d: usize) -> Taps {
-    let (s, dil, k) = (g.strides[d], g.dilations[d], g.kernel[d]);
-    let (pb, size) = (g.pads_begin[d] as i64, g.input[d] as i64);
-    let start = (o * s) as i64 - pb;
-    let pos = |t: usize| start + (t * dil) as i64;
-    let first = (0..k).find(|&t| pos(t) >= 0).unwrap_or(k);
-    let end = (0..k).rev().find(|&t| pos(t) < size).map_or(0, |t| t + 1);
-    let pe = g.pads_end[d] as i64;
-    let padded = (0..k)
-        .filter(|&t| pos(t) >= -pb && pos(t) < size + pe)
-        .count();
-    Taps {
-        first,
-        end: end.max(first),
-        padded,
-    }
 }
 
 /// The output columns `[lo, hi)` whose tap `t` lies inside the row (`ow·s - pb + t·dil` in
@@ -96,8 +69,8 @@ impl Pool {
         let xs = x.as_slice::<f32>()?;
         let avg = self.avg;
         let sw = g.strides[1];
-        let rows: Vec<Taps> = (0..oh).map(|o| taps(o, &g, 0)).collect();
-        let cols: Vec<Taps> = (0..ow).map(|o| taps(o, &g, 1)).collect();
+        let rows: Vec<WindowTaps> = (0..oh).map(|o| g.taps(o, 0)).collect();
+        let cols: Vec<WindowTaps> = (0..ow).map(|o| g.taps(o, 1)).collect();
         let ranges: Vec<(usize, usize)> = (0..g.kernel[1]).map(|t| col_range(t, &g, ow)).collect();
         let out = ctx.output::<f32>(0, &out_shape)?;
         // A strided row is split into its `sw` phases (`x[p], x[p + sw], …`), so that every tap
