@@ -22,7 +22,7 @@ use crate::manager::{EngineId, EngineManager};
 use crate::model::{CompiledModel, CompiledNode, PartitionSummary};
 use crate::optimize::{check_disabled, run_passes, OptPass, PassReport, Phase};
 use crate::options::CompileOptions;
-use crate::partition::{merge_partitions, partition, Merged, PartitionMode, PartitionPlan};
+use crate::partition::{partition, PartitionMode, PartitionPlan};
 use crate::placement::Placement;
 use crate::placer::{PlaceMode, Placer};
 use crate::reassign::{default_passes, ReassignCtx, ReassignPass};
@@ -88,6 +88,16 @@ fn stage_err(stage: &str, e: impl std::fmt::Display) -> CompileError {
 }
 
 /// What the compile stages share while they run.
+/// What a partition stage hands on.
+struct Partitioned {
+    plan: PartitionPlan,
+    /// The partitions as planned (streams not yet assigned).
+    summaries: Vec<PartitionSummary>,
+    /// Each root node's partition.
+    partition_of: SecondaryMap<NodeId, u32>,
+    placement: Placement,
+}
+
 struct Run {
     clock: StageClock,
     dump: Dumper,
@@ -287,16 +297,18 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Partitions, optimizes the partitions in parallel (composite engines' in composite mode,
-    /// atomic engines' in atomic mode), merges them back and places new nodes: three stages.
+    /// Partitions `graph` and runs, in parallel, the optimizers of the engines this mode
+    /// optimizes (composite engines' in composite mode, atomic engines' in atomic mode) on
+    /// their partitions: those partitions move out of the graph and back in
+    /// (`take_partitions`, `merge_in_place`); the others stay where they are. Three stages.
     fn partition_stage(
         &self,
-        graph: &ComputeGraph,
-        placement: &Placement,
+        graph: &mut ComputeGraph,
+        placement: Placement,
         mode: PartitionMode,
         times: u32,
         run: &mut Run,
-    ) -> CompileResult<(PartitionPlan, Merged, Placement)> {
+    ) -> CompileResult<Partitioned> {
         let tag = match mode {
             PartitionMode::Composite => "composite",
             PartitionMode::Atomic => "atomic",
@@ -306,64 +318,73 @@ impl Pipeline {
             format!("optimize_fused_{tag}"),
             format!("merge_{tag}"),
         );
-        let (plan, mut graphs) = run.clock.run(&pname, || {
-            let plan = partition(graph, &self.manager, &self.options, mode, times)?;
-            let graphs = plan.materialize(graph)?;
-            Ok((plan, graphs))
-        })?;
-        run.clock.verify_all(&pname, &graphs)?;
-        run.dump.partitions(&pname, &graphs)?;
-
         let manager = &self.manager;
+        let optimizer_of = |info: &crate::partition::PartitionInfo| {
+            let engine = manager.get(&info.engine)?;
+            let composite = !engine.attributes().is_atomic();
+            let wanted = match mode {
+                PartitionMode::Composite => composite,
+                PartitionMode::Atomic => !composite,
+            };
+            engine
+                .graph_optimizer()
+                .filter(|_| wanted && !info.is_input_graph())
+                .map(|o| (o, engine.name()))
+        };
+        let (plan, summaries, mut taken, mut dumped) = run.clock.run(&pname, || {
+            let plan = partition(graph, manager, &self.options, mode, times)?;
+            // Names are read now: the taken partitions' nodes leave the graph.
+            let summaries = PartitionSummary::all(&plan, graph, &[]);
+            let dumped = if run.dump.enabled() {
+                plan.materialize(graph)?
+            } else {
+                Vec::new()
+            };
+            let wanted: Vec<u32> = (0..plan.partitions.len() as u32)
+                .filter(|&p| optimizer_of(&plan.partitions[p as usize]).is_some())
+                .collect();
+            let taken = plan.take_partitions(graph, wanted)?;
+            Ok((plan, summaries, taken, dumped))
+        })?;
+        run.clock.verify_all(&pname, &taken.graphs)?;
+        run.dump.partitions(&pname, &dumped)?;
+
         run.clock.run(&oname, || {
-            graphs
+            taken
+                .graphs
                 .par_iter_mut()
-                .zip(plan.partitions.par_iter())
-                .try_for_each(|(g, info)| -> Result<(), EngineError> {
-                    let Some(engine) = manager.get(&info.engine) else {
+                .zip(taken.partitions.par_iter())
+                .try_for_each(|(g, &p)| -> Result<(), EngineError> {
+                    let Some((o, engine)) = optimizer_of(&plan.partitions[p as usize]) else {
                         return Ok(());
                     };
-                    let composite = !engine.attributes().is_atomic();
-                    let wanted = match mode {
-                        PartitionMode::Composite => composite,
-                        PartitionMode::Atomic => !composite,
-                    };
-                    match engine.graph_optimizer() {
-                        Some(o) if wanted && !info.is_input_graph() => {
-                            let mut rw = GraphRewriter::new(g, engine.name(), OptimizeStage::Fused);
-                            o.optimize_fused_graph(&mut rw)
-                        }
-                        _ => Ok(()),
-                    }
+                    let mut rw = GraphRewriter::new(g, engine, OptimizeStage::Fused);
+                    o.optimize_fused_graph(&mut rw)
                 })
                 .map_err(|e| stage_err(&oname, e))
         })?;
-        run.clock.verify_all(&oname, &graphs)?;
-        run.dump.partitions(&oname, &graphs)?;
+        run.clock.verify_all(&oname, &taken.graphs)?;
+        if run.dump.enabled() {
+            for (&p, g) in taken.partitions.iter().zip(&taken.graphs) {
+                dumped[p as usize] = g.clone();
+            }
+        }
+        run.dump.partitions(&oname, &dumped)?;
 
-        let (merged, placement) = run.clock.run(&mname, || {
-            let mut merged = merge_partitions(&plan, &graphs)?;
-            let placement = self.replace(graph, placement, &mut merged.graph)?;
-            Ok((merged, placement))
+        let (partition_of, placement) = run.clock.run(&mname, || {
+            let merged = plan.merge_in_place(graph, taken)?;
+            let mut placement = placement.remap_moved(&merged.moved, graph);
+            placement.absorb(self.placer(PlaceMode::KeepPlaced).run(graph)?);
+            Ok((merged.partition_of, placement))
         })?;
-        drop_later(graphs);
-        run.clock.verify(&mname, &merged.graph)?;
-        run.dump.graph(&mname, &merged.graph)?;
-        Ok((plan, merged, placement))
-    }
-
-    /// Places the nodes of a merged graph: the earlier placement carried over by name, nodes
-    /// new since (from optimizers) placed afresh.
-    fn replace(
-        &self,
-        before: &ComputeGraph,
-        placement: &Placement,
-        merged: &mut ComputeGraph,
-    ) -> CompileResult<Placement> {
-        let mut carried = placement.remap_by_name(before, merged);
-        let fresh = self.placer(PlaceMode::KeepPlaced).run(merged)?;
-        carried.absorb(fresh);
-        Ok(carried)
+        run.clock.verify(&mname, graph)?;
+        run.dump.graph(&mname, graph)?;
+        Ok(Partitioned {
+            plan,
+            summaries,
+            partition_of,
+            placement,
+        })
     }
 
     /// A whole-graph stage: timed, verified, dumped, then the passes inserted after it.
@@ -456,29 +477,35 @@ impl Pipeline {
         let mut times = 0;
         let mut composite_partitions = Vec::new();
         if self.composite_in_use(&graph)? {
-            let (plan, merged, p) = self.partition_stage(
-                &graph,
-                &placement,
+            let done = self.partition_stage(
+                &mut graph,
+                placement,
                 PartitionMode::Composite,
                 times,
                 &mut run,
             )?;
             times += 1;
-            composite_partitions = PartitionSummary::all(&plan, &graph, &[]);
-            placement = p;
-            drop_later(std::mem::replace(&mut graph, merged.graph));
+            composite_partitions = done.summaries;
+            placement = done.placement;
         }
         let placement =
             self.run_inserted_placed("merge_composite", &mut graph, placement, &mut run)?;
-        let (plan, merged, placement) =
-            self.partition_stage(&graph, &placement, PartitionMode::Atomic, times, &mut run)?;
-        let pstreams = assign_partition_streams(&plan, &self.manager, &self.options);
-        let partitions = PartitionSummary::all(&plan, &graph, &pstreams.streams);
-        drop_later(graph);
-        let Merged {
-            mut graph,
+        let Partitioned {
+            plan,
+            summaries: mut partitions,
             partition_of,
-        } = merged;
+            placement,
+        } = self.partition_stage(
+            &mut graph,
+            placement,
+            PartitionMode::Atomic,
+            times,
+            &mut run,
+        )?;
+        let pstreams = assign_partition_streams(&plan, &self.manager, &self.options);
+        for (s, &stream) in partitions.iter_mut().zip(&pstreams.streams) {
+            s.stream = stream;
+        }
         let placement =
             self.run_inserted_placed("merge_atomic", &mut graph, placement, &mut run)?;
 
@@ -634,10 +661,4 @@ fn running_params(
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| stage_err("running_params", e))
-}
-
-/// Drops `value` on the pool's threads, off the compile's path: freeing a copy of a graph of
-/// 100k nodes takes about 40 ms, and a compile frees three of them.
-fn drop_later<T: Send + 'static>(value: T) {
-    rayon::spawn(move || drop(value));
 }

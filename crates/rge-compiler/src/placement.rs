@@ -295,6 +295,36 @@ impl Placement {
         out
     }
 
+    /// The placement after partitions were merged back in place: a node that moved follows
+    /// `moved` (original node → node now), one that stayed keeps its entry, one that is gone
+    /// from `graph` is dropped.
+    pub fn remap_moved(
+        mut self,
+        moved: &SecondaryMap<NodeId, NodeId>,
+        graph: &ComputeGraph,
+    ) -> Placement {
+        if moved.is_empty() {
+            return self.retain_live(graph);
+        }
+        let mut nodes = SecondaryMap::with_capacity(self.nodes.len());
+        let mut order = Vec::with_capacity(self.order.len());
+        for n in std::mem::take(&mut self.order) {
+            let Some(p) = self.nodes.remove(n) else {
+                continue;
+            };
+            let now = match moved.get(n) {
+                Some(&m) => m,
+                None if graph.contains_node(n) => n,
+                None => continue,
+            };
+            nodes.insert(now, p);
+            order.push(now);
+        }
+        self.nodes = nodes;
+        self.order = order;
+        self
+    }
+
     /// The entries whose nodes are still in `graph` (the graph this placement was made on,
     /// after edits).
     pub fn retain_live(mut self, graph: &ComputeGraph) -> Placement {

@@ -72,9 +72,32 @@ pub fn log_enabled_by_env() -> bool {
     std::env::var(LOG_ENV).is_ok_and(|v| log_level_enables(&v))
 }
 
-/// The log line of one stage: `rge: stage <name> <ms> ms`.
+/// The log line of one stage: `rge: stage <name> <ms> ms`, then where the kernel reports
+/// it (Linux) the process's memory after the stage: `(rss <MiB> MiB, peak <MiB> MiB)`.
 pub fn stage_log_line(name: &str, elapsed: Duration) -> String {
-    format!("rge: stage {name} {:.3} ms", elapsed.as_secs_f64() * 1e3)
+    let mut line = format!("rge: stage {name} {:.3} ms", elapsed.as_secs_f64() * 1e3);
+    if let Some((rss, peak)) = process_memory() {
+        let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+        line += &format!(" (rss {:.0} MiB, peak {:.0} MiB)", mib(rss), mib(peak));
+    }
+    line
+}
+
+/// Resident and peak resident bytes of this process (`VmRSS`, `VmHWM`), where
+/// `/proc/self/status` has them.
+fn process_memory() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        let kib: u64 = line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
 /// Where an inserted pass may go: after `input` or a stage that works on the whole graph.
@@ -156,10 +179,8 @@ mod tests {
 
     #[test]
     fn the_log_line_and_levels() {
-        assert_eq!(
-            stage_log_line("place", Duration::from_micros(1500)),
-            "rge: stage place 1.500 ms"
-        );
+        let line = stage_log_line("place", Duration::from_micros(1500));
+        assert!(line.starts_with("rge: stage place 1.500 ms"), "{line}");
         assert!(log_level_enables("info") && log_level_enables("DEBUG") && log_level_enables("1"));
         assert!(!log_level_enables("") && !log_level_enables("0") && !log_level_enables("warn"));
     }

@@ -196,6 +196,7 @@ fn check(
     let merged = merge_partitions(&plan, &graphs).unwrap().graph;
     merged.verify().unwrap();
     assert_eq!(links(&merged), links(&g));
+    check_in_place(&g, &plan, &graphs, &merged);
     plan.partitions
         .iter()
         .enumerate()
@@ -209,6 +210,49 @@ fn check(
             )
         })
         .collect()
+}
+
+/// The pipeline's way (partitions moved out and back in place), with none, all and every
+/// other partition taken: the taken graphs are the materialized ones, the result is the
+/// merged graph (up to the order of an output's consumers), and every node's partition and new id are reported.
+fn check_in_place(
+    g: &ComputeGraph,
+    plan: &PartitionPlan,
+    graphs: &[ComputeGraph],
+    merged: &ComputeGraph,
+) {
+    let count = plan.partitions.len() as u32;
+    for pick in [0, 1, 2] {
+        let wanted: Vec<u32> = (0..count)
+            .filter(|p| match pick {
+                0 => false,
+                1 => true,
+                _ => p % 2 == 1,
+            })
+            .collect();
+        let mut h = g.clone();
+        let taken = plan.take_partitions(&mut h, wanted.clone()).unwrap();
+        assert_eq!(taken.partitions, wanted);
+        for (&p, tg) in taken.partitions.iter().zip(&taken.graphs) {
+            assert!(tg.structurally_equal(&graphs[p as usize]), "{}", tg.name());
+        }
+        let done = plan.merge_in_place(&mut h, taken).unwrap();
+        h.verify().unwrap();
+        // The same nodes, order, ops, links and lists; only the order of an output's consumers
+        // may differ (the copy relinks them in merge order).
+        assert_eq!(h.dump_text(), merged.dump_text(), "pick {pick}");
+        assert_eq!(links(&h), links(merged), "pick {pick}");
+        assert_eq!(h.graph_attrs(h.root()), merged.graph_attrs(merged.root()));
+        for &n in &g.all_nodes(g.root()) {
+            let now = done.moved.get(n).copied().unwrap_or(n);
+            assert_eq!(h.name_of(now), g.name_of(n));
+            if let Some(p) = plan.partition_of(n) {
+                assert_eq!(done.partition_of.get(now), Some(&p));
+                assert_eq!(done.moved.contains_key(n), wanted.contains(&p));
+            }
+        }
+        assert_eq!(done.partition_of.len(), h.node_count(h.root()));
+    }
 }
 
 proptest! {

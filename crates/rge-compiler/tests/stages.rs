@@ -235,10 +235,21 @@ fn verbose_compiles_log_every_stage() {
         .compile(mm_add_graph())
         .unwrap();
     assert!(model.stage_times.iter().any(|t| t.name == "streams"));
-    assert_eq!(
-        rge_compiler::stage_log_line("streams", std::time::Duration::from_millis(2)),
-        "rge: stage streams 2.000 ms"
-    );
+    let line = rge_compiler::stage_log_line("streams", std::time::Duration::from_millis(2));
+    assert!(line.starts_with("rge: stage streams 2.000 ms"), "{line}");
+    if cfg!(target_os = "linux") {
+        // Then the process's memory: resident, and the peak, which is never below it.
+        let mib: Vec<f64> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .skip(2)
+            .map(|w| w.parse().unwrap())
+            .collect();
+        assert!(
+            line.contains(" MiB, peak ") && mib.len() == 2 && mib[0] <= mib[1],
+            "{line}"
+        );
+    }
 }
 
 /// In debug builds the verifier runs after every stage and names the one that broke the graph.

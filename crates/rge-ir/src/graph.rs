@@ -141,6 +141,15 @@ impl ComputeGraph {
     pub fn op_mut(&mut self, n: NodeId) -> Option<&mut OpDesc> {
         self.nodes.get_mut(n).map(|n| &mut n.op)
     }
+    /// Takes node `n`'s op out, leaving an empty op behind, and drops its name from the
+    /// graph's name index. What moves nodes to another graph uses it instead of cloning the op;
+    /// the node left behind is a shell (its links and place in the order only) to be removed.
+    pub fn take_op(&mut self, n: NodeId) -> Result<OpDesc> {
+        self.node_ref(n)?;
+        self.unindex_name(n);
+        Ok(std::mem::take(&mut self.nodes[n].op))
+    }
+
     /// Node count over the root and all subgraphs.
     pub fn total_node_count(&self) -> usize {
         self.nodes.len()

@@ -4,13 +4,15 @@
 
 use rayon::prelude::*;
 
-use rge_ir::{AttrValue, ComputeGraph, NodeId, OpDesc, OutAnchor, TensorDesc};
+use slotmap::SecondaryMap;
+
+use rge_ir::{AttrValue, ComputeGraph, GraphId, IrError, NodeId, OpDesc, OutAnchor, TensorDesc};
 
 use super::plan::location;
 use super::{CrossingEdge, ItemKind, PartitionPlan};
 use crate::attr_names::*;
 use crate::error::{CompileError, CompileResult};
-use crate::graph_copy::copy_node;
+use crate::graph_copy::{copy_node, move_node};
 
 pub(crate) fn materialize(
     plan: &PartitionPlan,
@@ -18,8 +20,105 @@ pub(crate) fn materialize(
 ) -> CompileResult<Vec<ComputeGraph>> {
     (0..plan.partitions.len() as u32)
         .into_par_iter()
-        .map(|p| build_one(plan, graph, p))
+        .map(|p| build_one(plan, &mut Copies(graph), p))
         .collect()
+}
+
+/// Builds the graphs of the partitions `wanted` says, moving their ops out of `graph` (whose
+/// nodes there are left as shells, [`super::in_place`]). `moved` gets each moved node, nested
+/// ones included: original node → (position in the result, node in that partition's graph).
+pub(crate) fn materialize_moving(
+    plan: &PartitionPlan,
+    graph: &mut ComputeGraph,
+    wanted: &[u32],
+    moved: &mut SecondaryMap<NodeId, (u32, NodeId)>,
+) -> CompileResult<Vec<ComputeGraph>> {
+    // Boundary ops read both ends' ops, so they are made before any op moves.
+    let mut ends: Vec<Option<OpDesc>> = vec![None; plan.edges.len()];
+    let mut plds: Vec<Option<OpDesc>> = vec![None; plan.edges.len()];
+    for &p in wanted {
+        for item in plan.items_of(p) {
+            match item.kind() {
+                ItemKind::End(e) => {
+                    ends[e as usize] = Some(end_op(plan, graph, &plan.edges[e as usize]));
+                }
+                ItemKind::Pld(e) => {
+                    plds[e as usize] = Some(placeholder_op(plan, graph, &plan.edges[e as usize]));
+                }
+                ItemKind::Node(_) => {}
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(wanted.len());
+    for (i, &p) in wanted.iter().enumerate() {
+        let mut map = SecondaryMap::new();
+        let mut source = Moves {
+            graph: &mut *graph,
+            ends: &mut ends,
+            plds: &mut plds,
+            map: &mut map,
+        };
+        out.push(build_one(plan, &mut source, p)?);
+        for (n, m) in map {
+            moved.insert(n, (i as u32, m));
+        }
+    }
+    Ok(out)
+}
+
+/// Where a partition graph's nodes come from.
+trait NodeSource {
+    /// The graph the plan was made for (its links; its ops when copied).
+    fn graph(&self) -> &ComputeGraph;
+    /// Adds original node `n` (with its subgraphs) to graph `g` of `dst`.
+    fn add(&mut self, n: NodeId, dst: &mut ComputeGraph, g: GraphId) -> Result<NodeId, IrError>;
+    fn end(&mut self, plan: &PartitionPlan, e: u32) -> OpDesc;
+    fn placeholder(&mut self, plan: &PartitionPlan, e: u32) -> OpDesc;
+}
+
+/// Copies of the original nodes (GE's partitions: the original graph stays whole).
+struct Copies<'a>(&'a ComputeGraph);
+
+impl NodeSource for Copies<'_> {
+    fn graph(&self) -> &ComputeGraph {
+        self.0
+    }
+    fn add(&mut self, n: NodeId, dst: &mut ComputeGraph, g: GraphId) -> Result<NodeId, IrError> {
+        copy_node(self.0, n, None, dst, g)
+    }
+    fn end(&mut self, plan: &PartitionPlan, e: u32) -> OpDesc {
+        end_op(plan, self.0, &plan.edges[e as usize])
+    }
+    fn placeholder(&mut self, plan: &PartitionPlan, e: u32) -> OpDesc {
+        placeholder_op(plan, self.0, &plan.edges[e as usize])
+    }
+}
+
+/// The original nodes' ops moved out, boundary ops made beforehand.
+struct Moves<'a> {
+    graph: &'a mut ComputeGraph,
+    ends: &'a mut [Option<OpDesc>],
+    plds: &'a mut [Option<OpDesc>],
+    map: &'a mut SecondaryMap<NodeId, NodeId>,
+}
+
+impl NodeSource for Moves<'_> {
+    fn graph(&self) -> &ComputeGraph {
+        self.graph
+    }
+    fn add(&mut self, n: NodeId, dst: &mut ComputeGraph, g: GraphId) -> Result<NodeId, IrError> {
+        move_node(self.graph, n, dst, g, self.map)
+    }
+    fn end(&mut self, _: &PartitionPlan, e: u32) -> OpDesc {
+        self.ends[e as usize]
+            .take()
+            .expect("made for every wanted partition")
+    }
+    fn placeholder(&mut self, _: &PartitionPlan, e: u32) -> OpDesc {
+        self.plds[e as usize]
+            .take()
+            .expect("made for every wanted partition")
+    }
 }
 
 fn end_op(plan: &PartitionPlan, graph: &ComputeGraph, e: &CrossingEdge) -> OpDesc {
@@ -68,7 +167,11 @@ fn placeholder_op(plan: &PartitionPlan, graph: &ComputeGraph, e: &CrossingEdge) 
     op
 }
 
-fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResult<ComputeGraph> {
+fn build_one(
+    plan: &PartitionPlan,
+    source: &mut impl NodeSource,
+    p: u32,
+) -> CompileResult<ComputeGraph> {
     let info = &plan.partitions[p as usize];
     let name = info.name();
     let ir = |e| CompileError::ir(&name, e);
@@ -87,9 +190,9 @@ fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResul
         match item.kind() {
             ItemKind::Node(slot) => {
                 let id = nodes[slot as usize];
-                let new = copy_node(graph, id, None, &mut g, root).map_err(ir)?;
+                let new = source.add(id, &mut g, root).map_err(ir)?;
                 local[slot as usize] = Some(new);
-                let node = graph.node(id).expect("live node");
+                let node = source.graph().node(id).expect("live node");
                 for (i, peer) in node.input_peers().iter().enumerate() {
                     if let Some(peer) = peer {
                         if let Some(from) = mapped(&local, peer.node) {
@@ -113,7 +216,7 @@ fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResul
             }
             ItemKind::End(n) => {
                 let e = &plan.edges[n as usize];
-                let end = g.add_node(root, end_op(plan, graph, e)).map_err(ir)?;
+                let end = g.add_node(root, source.end(plan, n)).map_err(ir)?;
                 let from = mapped(&local, e.src.node).expect("producer precedes its End");
                 let src = OutAnchor {
                     node: from,
@@ -128,9 +231,7 @@ fn build_one(plan: &PartitionPlan, graph: &ComputeGraph, p: u32) -> CompileResul
             }
             ItemKind::Pld(n) => {
                 let e = &plan.edges[n as usize];
-                let pld = g
-                    .add_node(root, placeholder_op(plan, graph, e))
-                    .map_err(ir)?;
+                let pld = g.add_node(root, source.placeholder(plan, n)).map_err(ir)?;
                 let to = mapped(&local, e.dst.node).expect("consumer precedes its PlaceHolder");
                 let (src, dst) = if e.dst.is_control() {
                     (pld.out_ctrl(), to.in_ctrl())

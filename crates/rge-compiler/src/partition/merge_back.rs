@@ -20,6 +20,83 @@ pub struct Merged {
     pub partition_of: SecondaryMap<NodeId, u32>,
 }
 
+/// End and PlaceHolder nodes of the partition graphs by `peerIndex`: (position of the graph,
+/// node).
+pub(crate) type Boundaries = Vec<Option<(usize, NodeId)>>;
+
+/// Whether node `n` of partition graph `g` (at position `p`) is an End or a PlaceHolder; one is
+/// recorded in `ends` or `plds` under its `peerIndex`, which must be valid and not taken.
+pub(crate) fn boundary_of(
+    plan: &PartitionPlan,
+    p: usize,
+    g: &ComputeGraph,
+    n: NodeId,
+    ends: &mut Boundaries,
+    plds: &mut Boundaries,
+) -> Result<bool, String> {
+    let op = g.op(n).expect("live node");
+    let is_end = op.op_type() == END;
+    if !is_end && op.op_type() != PLACEHOLDER {
+        return Ok(false);
+    }
+    let idx = op
+        .attrs()
+        .get_int(PEER_INDEX)
+        .ok()
+        .flatten()
+        .filter(|&i| i >= 0 && (i as usize) < plan.edges.len())
+        .ok_or_else(|| format!("{} `{}` has no valid {PEER_INDEX}", op.op_type(), op.name()))?
+        as usize;
+    let slot = if is_end {
+        &mut ends[idx]
+    } else {
+        &mut plds[idx]
+    };
+    if slot.replace((p, n)).is_some() {
+        return Err(format!(
+            "two {} nodes with {PEER_INDEX} {idx}",
+            op.op_type()
+        ));
+    }
+    Ok(true)
+}
+
+/// The producer anchor feeding End `end` of `g`.
+pub(crate) fn end_producer(g: &ComputeGraph, end: NodeId) -> Result<OutAnchor, String> {
+    let node = g.node(end).expect("live node");
+    node.input_peers()
+        .iter()
+        .flatten()
+        .chain(node.in_ctrl_peers())
+        .next()
+        .copied()
+        .ok_or_else(|| format!("End `{}` has no producer", node.name()))
+}
+
+/// Sets a merged graph's input and output lists from the plan's names, and restores a
+/// topological node order if an optimizer left a partition out of order.
+pub(crate) fn restore_io_and_order(
+    plan: &PartitionPlan,
+    out: &mut ComputeGraph,
+) -> CompileResult<()> {
+    let root = out.root();
+    let ir = |e| CompileError::ir(&plan.graph_name, e);
+    let find = |name: &str| out.find_node(root, name);
+    let inputs: Vec<NodeId> = plan.inputs.iter().filter_map(|s| find(s)).collect();
+    let outputs: Vec<(NodeId, u32)> = plan
+        .outputs
+        .iter()
+        .filter_map(|(s, i)| find(s).map(|n| (n, *i)))
+        .collect();
+    out.set_input_nodes(root, inputs).map_err(ir)?;
+    out.set_output_nodes(root, outputs).map_err(ir)?;
+    let dense = super::DenseGraph::new(out, root)?;
+    if dense.ids.iter().copied().ne(out.nodes_of(root)) {
+        out.set_node_order(root, &dense.ids).map_err(ir)?;
+    }
+    Ok(())
+}
+
 /// Merges `graphs` (the plan's partitions, in plan order, possibly optimized) into one graph.
 pub fn merge_partitions(plan: &PartitionPlan, graphs: &[ComputeGraph]) -> CompileResult<Merged> {
     let err = |message: String| CompileError::Partition {
@@ -43,39 +120,13 @@ pub fn merge_partitions(plan: &PartitionPlan, graphs: &[ComputeGraph]) -> Compil
     let ir = |e| CompileError::ir(&plan.graph_name, e);
     // Per partition: local node → merged node; End / PlaceHolder by peerIndex.
     let mut maps: Vec<SecondaryMap<NodeId, NodeId>> = vec![SecondaryMap::new(); graphs.len()];
-    let mut ends: Vec<Option<(usize, NodeId)>> = vec![None; plan.edges.len()];
-    let mut plds: Vec<Option<(usize, NodeId)>> = vec![None; plan.edges.len()];
+    let mut ends: Boundaries = vec![None; plan.edges.len()];
+    let mut plds: Boundaries = vec![None; plan.edges.len()];
     for &p in &order {
         let p = p as usize;
         let g = &graphs[p];
         for n in g.nodes_of(g.root()) {
-            let op = g.op(n).expect("live node");
-            let boundary = op.op_type() == END || op.op_type() == PLACEHOLDER;
-            if boundary {
-                let idx = op
-                    .attrs()
-                    .get_int(PEER_INDEX)
-                    .ok()
-                    .flatten()
-                    .filter(|&i| i >= 0 && (i as usize) < plan.edges.len())
-                    .ok_or_else(|| {
-                        err(format!(
-                            "{} `{}` has no valid {PEER_INDEX}",
-                            op.op_type(),
-                            op.name()
-                        ))
-                    })? as usize;
-                let slot = if op.op_type() == END {
-                    &mut ends[idx]
-                } else {
-                    &mut plds[idx]
-                };
-                if slot.replace((p, n)).is_some() {
-                    return Err(err(format!(
-                        "two {} nodes with {PEER_INDEX} {idx}",
-                        op.op_type()
-                    )));
-                }
+            if boundary_of(plan, p, g, n, &mut ends, &mut plds).map_err(err)? {
                 continue;
             }
             let m = copy_node(g, n, None, &mut out, root).map_err(ir)?;
@@ -96,19 +147,11 @@ pub fn merge_partitions(plan: &PartitionPlan, graphs: &[ComputeGraph]) -> Compil
             return Err(err(format!("the End/PlaceHolder pair {idx} is incomplete")));
         };
         let (ge, gp) = (&graphs[pe], &graphs[pp]);
-        let end_node = ge.node(end).expect("live node");
-        let src = end_node
-            .input_peers()
-            .iter()
-            .flatten()
-            .chain(end_node.in_ctrl_peers())
-            .next()
-            .copied()
-            .ok_or_else(|| err(format!("End `{}` has no producer", end_node.name())))?;
+        let src = end_producer(ge, end).map_err(err)?;
         let src_node = *maps[pe].get(src.node).ok_or_else(|| {
             err(format!(
                 "End `{}` is fed by a boundary node",
-                end_node.name()
+                ge.name_of(end)
             ))
         })?;
         let from = OutAnchor {
@@ -134,20 +177,7 @@ pub fn merge_partitions(plan: &PartitionPlan, graphs: &[ComputeGraph]) -> Compil
         }
     }
     *out.graph_attrs_mut(root).expect("root") = plan.graph_attrs.clone();
-    let find = |name: &str| out.find_node(root, name);
-    let inputs: Vec<NodeId> = plan.inputs.iter().filter_map(|s| find(s)).collect();
-    let outputs: Vec<(NodeId, u32)> = plan
-        .outputs
-        .iter()
-        .filter_map(|(s, i)| find(s).map(|n| (n, *i)))
-        .collect();
-    out.set_input_nodes(root, inputs).map_err(ir)?;
-    out.set_output_nodes(root, outputs).map_err(ir)?;
-    // Optimizers may have left a partition out of order; restore a topological order then.
-    let dense = super::DenseGraph::new(&out, root)?;
-    if dense.ids.iter().copied().ne(out.nodes_of(root)) {
-        out.set_node_order(root, &dense.ids).map_err(ir)?;
-    }
+    restore_io_and_order(plan, &mut out)?;
     let mut partition_of = SecondaryMap::with_capacity(total);
     for (p, map) in maps.iter().enumerate() {
         for (_, &m) in map {

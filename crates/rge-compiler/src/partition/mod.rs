@@ -8,12 +8,15 @@
 //! and data-like source nodes in a rank-0 `inputNodeGraph`.
 //!
 //! The plan is cheap (no graph is built); [`PartitionPlan::materialize`] builds one
-//! `ComputeGraph` per partition in parallel, and [`merge_partitions`] merges them back.
+//! `ComputeGraph` per partition in parallel, and [`merge_partitions`] merges them back (GE's
+//! way, copies). The pipeline instead moves only the partitions its optimizers rewrite out of
+//! the graph and back ([`PartitionPlan::take_partitions`], [`PartitionPlan::merge_in_place`]).
 //! Nodes inside subgraphs (control-flow bodies) travel with their parent node.
 
 mod build;
 mod dense;
 mod ge_ref;
+mod in_place;
 mod merge;
 mod merge_back;
 mod order;
@@ -33,6 +36,7 @@ use crate::options::CompileOptions;
 
 pub use dense::{Csr, DenseGraph};
 pub use ge_ref::ge_merge_clusters;
+pub use in_place::{InPlace, Taken};
 pub use merge::{merge_clusters, MergeStats, NO_MERGE};
 pub use merge_back::{merge_partitions, Merged};
 
