@@ -13,7 +13,7 @@
 //! Add Sub Mul Div Pow PRelu, Max/Min of two inputs, Clip with bound inputs as Max/Min), placed
 //! on `vector`, fully known output shape, no control edge, one output.
 
-use std::collections::{HashMap, HashSet};
+use slotmap::SecondaryMap;
 
 use rge_ir::{AttrMap, AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet};
 use rge_kernels::KernelInit;
@@ -100,24 +100,26 @@ fn elem_of(g: &ComputeGraph, n: NodeId) -> Option<Elem> {
 /// The root graph's nodes in topological order (data edges).
 fn topo(g: &ComputeGraph) -> Vec<NodeId> {
     let nodes: Vec<NodeId> = g.nodes_of(g.root()).collect();
-    let set: HashSet<NodeId> = nodes.iter().copied().collect();
-    let mut indeg: HashMap<NodeId, usize> = HashMap::new();
+    let mut indeg: SecondaryMap<NodeId, usize> = SecondaryMap::with_capacity(nodes.len());
+    for &n in &nodes {
+        indeg.insert(n, 0);
+    }
     for &n in &nodes {
         let Some(node) = g.node(n) else { continue };
         let d = (0..node.in_data_count())
             .filter_map(|i| node.peer_of_input(i))
-            .filter(|p| set.contains(&p.node))
+            .filter(|p| indeg.contains_key(p.node))
             .count();
-        indeg.insert(n, d);
+        indeg[n] = d;
     }
-    let mut ready: Vec<NodeId> = nodes.iter().copied().filter(|n| indeg[n] == 0).collect();
+    let mut ready: Vec<NodeId> = nodes.iter().copied().filter(|&n| indeg[n] == 0).collect();
     let mut order = Vec::with_capacity(nodes.len());
     while let Some(n) = ready.pop() {
         order.push(n);
         let Some(node) = g.node(n) else { continue };
         for o in 0..node.out_data_count() {
             for r in node.peers_of_output(o) {
-                if let Some(d) = indeg.get_mut(&r.node) {
+                if let Some(d) = indeg.get_mut(r.node) {
                     *d -= 1;
                     if *d == 0 {
                         ready.push(r.node);
@@ -150,22 +152,38 @@ fn direct_operand(shape: &[usize], out: &[usize]) -> bool {
 /// through the links the patches make. Apply them in order.
 pub fn region_patches(g: &ComputeGraph) -> Result<Vec<GraphPatch>, String> {
     let order = topo(g);
-    let rank: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-    let outputs: HashSet<NodeId> = g.output_nodes(g.root()).iter().map(|o| o.0).collect();
-    let fusable: HashSet<NodeId> = order
-        .iter()
-        .copied()
-        .filter(|&n| elem_of(g, n).is_some())
-        .collect();
-    let mut taken: HashSet<NodeId> = HashSet::new();
+    let mut rank: SecondaryMap<NodeId, usize> = SecondaryMap::with_capacity(order.len());
+    // Per node: what it computes when fusable, and the root of the region it joined (the
+    // root's rank; `NONE` before).
+    let mut state: SecondaryMap<NodeId, (Option<Elem>, usize)> =
+        SecondaryMap::with_capacity(order.len());
+    const NONE: usize = usize::MAX;
+    for (i, &n) in order.iter().enumerate() {
+        rank.insert(n, i);
+        state.insert(n, (elem_of(g, n), NONE));
+    }
+    for &(n, _) in g.output_nodes(g.root()) {
+        // A graph output stays materialized: it is never a region's inner node.
+        if let Some(s) = state.get_mut(n) {
+            s.1 = NONE - 1;
+        }
+    }
     let mut patches = Vec::new();
-    for &root in order.iter().rev() {
-        if taken.contains(&root) || !fusable.contains(&root) {
+    let mut members: Vec<NodeId> = Vec::new();
+    for (r, &root) in order.iter().enumerate().rev() {
+        let (elem, joined) = state[root];
+        if elem.is_none() || (joined != NONE && joined != NONE - 1) {
             continue;
         }
         // A worklist: a producer is looked at again each time one of its readers joins, so
         // the last reader to join lets it in.
-        let mut region: HashSet<NodeId> = HashSet::from([root]);
+        let in_region = |state: &SecondaryMap<NodeId, (Option<Elem>, usize)>, n: NodeId| {
+            state.get(n).is_some_and(|s| s.1 == r)
+        };
+        let was = state[root].1;
+        state[root].1 = r;
+        members.clear();
+        members.push(root);
         let mut work = vec![root];
         while let Some(m) = work.pop() {
             let Some(node) = g.node(m) else { continue };
@@ -173,26 +191,33 @@ pub fn region_patches(g: &ComputeGraph) -> Result<Vec<GraphPatch>, String> {
                 let Some(p) = node.peer_of_input(i) else {
                     continue;
                 };
-                if region.contains(&p.node)
-                    || taken.contains(&p.node)
-                    || outputs.contains(&p.node)
-                    || !fusable.contains(&p.node)
-                {
-                    continue;
+                match state.get(p.node) {
+                    Some((Some(_), NONE)) => {}
+                    _ => continue,
                 }
                 let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
-                if readers.iter().all(|r| region.contains(&r.node)) {
-                    region.insert(p.node);
+                if readers.iter().all(|x| in_region(&state, x.node)) {
+                    state[p.node].1 = r;
+                    members.push(p.node);
                     work.push(p.node);
                 }
             }
         }
-        if region.len() < 2 {
-            continue;
-        }
-        if let Some(p) = build(g, root, &region, &rank)? {
-            taken.extend(region);
-            patches.push(p);
+        let built = if members.len() < 2 {
+            None
+        } else {
+            members.sort_by_key(|&n| rank[n]);
+            build(g, root, &members, &state)?
+        };
+        match built {
+            Some(p) => patches.push(p),
+            None => {
+                // Not fused: its nodes may still join later regions (the root as an inner node).
+                for &m in &members {
+                    state[m].1 = NONE;
+                }
+                state[root].1 = was;
+            }
         }
     }
     Ok(patches)
@@ -241,25 +266,24 @@ fn emit(
 fn build(
     g: &ComputeGraph,
     root: NodeId,
-    region: &HashSet<NodeId>,
-    rank: &HashMap<NodeId, usize>,
+    members: &[NodeId],
+    state: &SecondaryMap<NodeId, (Option<Elem>, usize)>,
 ) -> Result<Option<GraphPatch>, String> {
     let root_op = g.op(root).ok_or("stale root")?;
     let out_dims = known_dims(root_op).ok_or("root without a known shape")?;
-    let mut members: Vec<NodeId> = region.iter().copied().collect();
-    members.sort_by_key(|n| rank.get(n).copied().unwrap_or(usize::MAX));
     let mut inputs: Vec<Value> = Vec::new();
     let mut input_descs = Vec::new();
-    let mut value_of: HashMap<NodeId, usize> = HashMap::new();
+    // Member → its value's instruction (regions are small: a scan beats a map).
+    let mut value_of: Vec<(NodeId, usize)> = Vec::with_capacity(members.len());
     let mut instrs: Vec<Instr> = Vec::new();
-    for &m in &members {
+    for &m in members {
         let node = g.node(m).ok_or("stale node")?;
         let op = g.op(m).ok_or("stale node")?;
         let mut arg = |i: usize| -> Result<Option<Arg>, String> {
             let Some(p) = node.peer_of_input(i) else {
                 return Ok(None);
             };
-            if let Some(&t) = value_of.get(&p.node) {
+            if let Some(&(_, t)) = value_of.iter().find(|x| x.0 == p.node) {
                 return Ok(Some(Arg::Temp(t)));
             }
             let v = (p.node, p.index.max(0) as usize);
@@ -287,13 +311,16 @@ fn build(
             };
             Ok(Some(Arg::Input(k)))
         };
-        let elem = elem_of(g, m).ok_or("region member is not fusable")?;
+        let elem = state
+            .get(m)
+            .and_then(|s| s.0)
+            .ok_or("region member is not fusable")?;
         let got = emit(elem, &mut arg, &mut instrs);
         if got.is_err() {
             // An input the kernel would have to broadcast some other way: left unfused.
             return Ok(None);
         }
-        value_of.insert(m, instrs.len() - 1);
+        value_of.push((m, instrs.len() - 1));
     }
     let program = Program::new(instrs, inputs.len())?;
     let names: Vec<String> = members.iter().map(|&m| g.name_of(m).to_string()).collect();
@@ -320,7 +347,7 @@ fn build(
     let out_desc = root_op.output(0).cloned().unwrap_or_default();
     fused.add_output("Y", out_desc).map_err(|e| e.to_string())?;
     let mut patch = GraphPatch::in_graph(g.root());
-    for &m in &members {
+    for &m in members {
         patch.remove(m);
     }
     let k = patch.add_node(fused);

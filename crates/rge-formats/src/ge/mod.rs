@@ -379,7 +379,13 @@ impl GeModelRef<'_> {
         let path = path.as_ref();
         let file = path.display().to_string();
         if opts.weights == WeightMode::Inline {
-            return write_out(path, &self.encode_binary(opts, &file)?, &[]);
+            let pieces = self.encode_pieces(opts, &file)?;
+            let io = |source| GeError::Io {
+                file: file.clone(),
+                source,
+            };
+            let mut out = std::fs::File::create(path).map_err(io)?;
+            return pieces.write_to(&mut out).map_err(io);
         }
         let (def, weights) = self.to_model_def_and_weights(opts);
         write_out(path, &encode(&def, &file)?, &weights)
@@ -390,11 +396,16 @@ impl GeModelRef<'_> {
         if opts.weights != WeightMode::Inline {
             return encode(&self.to_model_def_and_weights(opts).0, file);
         }
-        let bytes = writer::Writer { opts }.encode_model(self);
-        if bytes.len() as u64 > MAX_MODEL_BYTES {
-            return Err(too_large(file, bytes.len() as u64));
+        Ok(Bytes::from(self.encode_pieces(opts, file)?.concat()))
+    }
+
+    /// The binary ModelDef with inline weights, in pieces, within protobuf's size limit.
+    fn encode_pieces(&self, opts: &WriteOptions, file: &str) -> Result<stream::Pieces, GeError> {
+        let pieces = writer::Writer { opts }.encode_model(self);
+        if pieces.len() > MAX_MODEL_BYTES {
+            return Err(too_large(file, pieces.len()));
         }
-        Ok(Bytes::from(bytes))
+        Ok(pieces)
     }
 }
 

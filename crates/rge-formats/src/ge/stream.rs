@@ -35,48 +35,86 @@ const OP_OUTPUT_DESC_TAG: u32 = 34;
 
 /// Appends a length-delimited field: key, length, bytes.
 fn put_message_bytes(tag: u32, bytes: &[u8], out: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, out);
-    encode_varint(bytes.len() as u64, out);
+    put_message_key(tag, bytes.len(), out);
     out.extend_from_slice(bytes);
+}
+
+/// Appends a length-delimited field's key and length.
+fn put_message_key(tag: u32, len: usize, out: &mut Vec<u8>) {
+    encode_key(tag, WireType::LengthDelimited, out);
+    encode_varint(len as u64, out);
+}
+
+/// A model's bytes in consecutive pieces (chunks of ops, the fields between them): the file
+/// is their concatenation, written piece by piece, so saving never joins them into one
+/// buffer (a copy of the file's size, twice, beside the graph).
+#[derive(Debug, Default)]
+pub(crate) struct Pieces(Vec<Vec<u8>>);
+
+impl Pieces {
+    /// The total length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        self.0.iter().map(|p| p.len() as u64).sum()
+    }
+
+    /// The bytes in one buffer.
+    pub(crate) fn concat(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len() as usize);
+        for p in self.0 {
+            out.extend_from_slice(&p);
+        }
+        out
+    }
+
+    /// Writes the bytes to `w`.
+    pub(crate) fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        self.0.iter().try_for_each(|p| w.write_all(p))
+    }
 }
 
 impl Writer<'_> {
     /// The model's bytes, streamed (inline weights only: the other modes rewrite the ModelDef).
-    pub(crate) fn encode_model(&self, m: &GeModelRef<'_>) -> Vec<u8> {
+    pub(crate) fn encode_model(&self, m: &GeModelRef<'_>) -> Pieces {
         let cg = m.graph;
-        let mut out = Vec::new();
+        let mut pieces = Vec::new();
         // Fields 1–3 (before `graph`), then each graph, then 11–12.
+        let mut head = Vec::new();
         ModelDef {
             name: m.name.to_string(),
             version: m.version,
             custom_version: m.custom_version.to_string(),
             ..Default::default()
         }
-        .encode_raw(&mut out);
-        let mut graph_bytes = Vec::new();
+        .encode_raw(&mut head);
+        pieces.push(head);
         for g in std::iter::once(cg.root()).chain(cg.subgraphs().iter().copied()) {
-            graph_bytes.clear();
-            self.encode_graph(cg, g, &mut graph_bytes);
-            put_message_bytes(MODEL_GRAPH_TAG, &graph_bytes, &mut out);
+            let graph = self.encode_graph(cg, g);
+            let mut key = Vec::new();
+            put_message_key(MODEL_GRAPH_TAG, graph.iter().map(Vec::len).sum(), &mut key);
+            pieces.push(key);
+            pieces.extend(graph);
         }
+        let mut tail = Vec::new();
         ModelDef {
             attr: self.write_attrs(m.attrs, &|_| false),
             ..Default::default()
         }
-        .encode_raw(&mut out);
-        out
+        .encode_raw(&mut tail);
+        pieces.push(tail);
+        Pieces(pieces)
     }
 
-    fn encode_graph(&self, cg: &ComputeGraph, g: GraphId, out: &mut Vec<u8>) {
+    /// One GraphDef's bytes, in pieces.
+    fn encode_graph(&self, cg: &ComputeGraph, g: GraphId) -> Vec<Vec<u8>> {
         let mut head = self.write_graph_fields(cg, g);
         let tail = GraphDef {
             attr: std::mem::take(&mut head.attr),
             attr_groups: head.attr_groups.take(),
             ..Default::default()
         };
-        head.encode_raw(out);
+        let mut pieces = vec![head.encode_to_vec()];
         // Each OpDef depends on the graph only: chunks of ops are encoded on the pool's threads
-        // and joined in graph order (the same bytes; a 100k-node model saved in half the time
+        // and kept in graph order (the same bytes; a 100k-node model saved in half the time
         // on two cores).
         let nodes: Vec<NodeId> = cg.nodes_of(g).collect();
         let parts: Vec<Vec<u8>> = nodes
@@ -91,11 +129,9 @@ impl Writer<'_> {
                 part
             })
             .collect();
-        out.reserve(parts.iter().map(Vec::len).sum());
-        for part in parts {
-            out.extend_from_slice(&part);
-        }
-        tail.encode_raw(out);
+        pieces.extend(parts);
+        pieces.push(tail.encode_to_vec());
+        pieces
     }
 }
 
