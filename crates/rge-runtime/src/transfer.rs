@@ -168,8 +168,7 @@ pub fn insert_transfers(
         if op.op_type() == TRANSFER_OP {
             continue;
         }
-        let op = op.clone();
-        let spaces = InputSpaces::of(manager, &op);
+        let spaces = InputSpaces::of(manager, op);
         let inputs: Vec<(usize, rge_ir::OutAnchor)> = graph
             .node(n)
             .map(|nd| {
@@ -209,6 +208,7 @@ pub fn insert_transfers(
             // The copy belongs to the engine on the device side of the crossing (as
             // onnxruntime gives memcpy nodes to the non-CPU provider): to host, the engine
             // whose space the tensor is in (the producer may be a view that only follows it).
+            let op = graph.op(n).expect("live node");
             let engine = if want.is_host() {
                 space_owner(manager, &have)
                     .or_else(|| graph.op(src.node).map(|p| effective_engine(p).to_string()))

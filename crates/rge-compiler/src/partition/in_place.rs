@@ -109,13 +109,19 @@ impl PartitionPlan {
             }
         }
 
-        // The shells leave, with every link they had; the taken nodes come back.
+        // The shells leave, with every link they had; the taken nodes come back. The input
+        // and output lists are set again by name at the end; emptied first, so that removing
+        // a shell does not search them (quadratic in a graph with many outputs).
+        let root = graph.root();
+        if !partitions.is_empty() {
+            graph.set_input_nodes(root, Vec::new()).map_err(ir)?;
+            graph.set_output_nodes(root, Vec::new()).map_err(ir)?;
+        }
         for &p in &partitions {
             for &n in self.nodes_of(p) {
                 graph.remove_node_unlinked(n).map_err(ir)?;
             }
         }
-        let root = graph.root();
         let mut maps: Vec<SecondaryMap<NodeId, NodeId>> = Vec::with_capacity(graphs.len());
         for (g, own) in graphs.iter_mut().zip(&inner) {
             let mut map = SecondaryMap::with_capacity(own.len());
