@@ -4,9 +4,9 @@
 //! bytes merge too, so what reads them can merge next. Random ops, nodes with control edges
 //! or subgraphs, and nodes whose outputs are graph outputs are never merged away.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 
 use rge_ir::{op_types, AttrValue, ComputeGraph, GraphPatch, NodeId, OpDesc, Outlet};
 use smallvec::SmallVec;
@@ -68,13 +68,18 @@ fn compared_attrs(op: &OpDesc) -> impl Iterator<Item = (&str, &AttrValue)> {
 /// A hash of what makes two nodes compute the same values (`None`: never merged). Equal nodes
 /// hash equal; [`same_values`] settles collisions. Hashing the parts directly, with no key
 /// string, keeps the pass linear and cheap on graphs of 100k nodes.
-fn signature(g: &ComputeGraph, n: NodeId, graph_inputs: &HashSet<NodeId>) -> Option<u64> {
+fn signature(
+    g: &ComputeGraph,
+    n: NodeId,
+    graph_inputs: &HashSet<NodeId>,
+    hasher: &DefaultHashBuilder,
+) -> Option<u64> {
     if !mergeable(g, n, graph_inputs) {
         return None;
     }
     let node = g.node(n)?;
     let op = node.op();
-    let mut h = DefaultHasher::new();
+    let mut h = hasher.build_hasher();
     if let Some(c) = const_tensor(g, n) {
         if c.data.len() > MAX_CONST_BYTES {
             return None;
@@ -143,12 +148,14 @@ impl OptPass for CommonSubexpressions {
         // Signature → the kept nodes with it (more than one only on a hash collision or equal
         // signatures with different attribute values).
         let mut seen: HashMap<u64, SmallVec<[NodeId; 1]>> = HashMap::new();
+        // Signatures only bucket nodes (`same_values` decides), so any hash will do: a fast one.
+        let hasher = DefaultHashBuilder::default();
         let mut done = 0;
         for n in order {
             if g.node(n).is_none() {
                 continue;
             }
-            let Some(sig) = signature(g, n, &graph_inputs) else {
+            let Some(sig) = signature(g, n, &graph_inputs, &hasher) else {
                 continue;
             };
             let kept = seen.entry(sig).or_default();
