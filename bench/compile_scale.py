@@ -33,8 +33,20 @@ print(time.perf_counter() - t)
 """
 
 
+def stage_times(log):
+    """Stage → ms (and stage@peak → the peak MiB after it) from `rge … -v`'s stage log."""
+    out = {}
+    for line in log.splitlines():
+        if line.startswith("rge: stage "):
+            f = line.split()
+            out[f[2]] = float(f[3])
+            if "peak" in f:
+                out[f[2] + "@peak"] = float(f[f.index("peak") + 1])
+    return out
+
+
 def timed(cmd, may_fail=False):
-    """(wall seconds, max RSS in MB, stdout); None when a peer (`may_fail`) fails."""
+    """(wall seconds, max RSS in MB, stdout, stderr); None when a peer (`may_fail`) fails."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         out = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tf.name] + cmd,
                              capture_output=True, text=True)
@@ -43,7 +55,7 @@ def timed(cmd, may_fail=False):
         if out.returncode != 0:
             sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr[-2000:]}")
         wall, rss = tf.read().split()[-2:]
-    return float(wall), int(rss) / 1024, out.stdout
+    return float(wall), int(rss) / 1024, out.stdout, out.stderr
 
 
 def main():
@@ -63,11 +75,16 @@ def main():
             subprocess.run([sys.executable, os.path.join(HERE, "random_dag.py"), str(n), model],
                            check=True, stdout=subprocess.DEVNULL)
         out = os.path.join(a.dir, f"dag_{n}.rge")
-        rge = [timed([a.rge, "compile", model, "-o", out]) for _ in range(a.runs)]
+        # Each compile logs its stages (-v): file → runnable model is parse + the build
+        # (compile stages and lowering); saving the compiled file comes after.
+        rge = [timed([a.rge, "compile", model, "-o", out, "-v"]) for _ in range(a.runs)]
         rs, rm = statistics.median(r[0] for r in rge), max(r[1] for r in rge)
         plan = rge[0][2].strip().split(": ", 1)[-1]
+        logs = [stage_times(r[3]) for r in rge]
+        runnable = statistics.median((l["parse"] + l["total_build"]) / 1e3 for l in logs)
         load = [timed([a.rge, "inspect", out]) for _ in range(a.runs)]
         print(f"{n:>7} {'rge compile (file → compiled file)':<34} {rs:>8.2f} {rm:>8.0f}")
+        print(f"{'':>7} {'rge file → runnable (parse+build)':<34} {runnable:>8.2f}")
         print(f"{'':>7} {'rge load of the compiled file':<34} "
               f"{statistics.median(r[0] for r in load):>8.2f} {max(r[1] for r in load):>8.0f}")
         for kind, name in peers:
@@ -77,14 +94,13 @@ def main():
                 continue
             s = statistics.median(float(r[2].split()[-1]) for r in rows)
             m = max(r[1] for r in rows)
-            print(f"{'':>7} {name:<34} {s:>8.2f} {m:>8.0f} {rs / s:>15.2f} {rm / m:>7.2f}")
+            print(f"{'':>7} {name:<34} {s:>8.2f} {m:>8.0f} {rs / s:>15.2f} {rm / m:>7.2f}"
+                  f"   (runnable ÷ tool {runnable / s:.2f})")
         print(f"{'':>7} plan: {plan}")
-        # One more compile with the stage log: where the time goes.
-        log = subprocess.run([a.rge, "compile", model, "-o", out, "-v"], capture_output=True,
-                             text=True).stderr
-        stages = [l.split()[2:4] for l in log.splitlines() if l.startswith("rge: stage ")]
-        print(f"{'':>7} stages (ms): " + ", ".join(f"{n} {float(ms):.0f}" for n, ms in stages))
-
+        # Where the time goes: each stage's median, and the process's peak after it.
+        print(f"{'':>7} stages (ms, peak MiB): " + ", ".join(
+            f"{k} {statistics.median(l[k] for l in logs):.0f} ({logs[0].get(k + '@peak', 0):.0f})"
+            for k in logs[0] if not k.endswith("@peak")))
 
 if __name__ == "__main__":
     main()
