@@ -92,6 +92,8 @@ pub struct Lowering<'e> {
     pub(crate) spaces: Vec<MemSpace>,
     /// Flat control-flow regions, loops and extra writers (`flat.rs`).
     pub(crate) flat: crate::flat::FlatState,
+    /// Each distinct shapes text once (most steps of a model share a few).
+    shape_texts: HashMap<Box<str>, Arc<str>>,
 }
 
 pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
@@ -551,7 +553,7 @@ impl<'e> Lowering<'e> {
         let op = self.op(n)?;
         let graph = self.graph;
 
-        let mut inputs = Vec::with_capacity(op.input_count());
+        let mut inputs = SmallVec::with_capacity(op.input_count());
         let node = graph
             .node(n)
             .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
@@ -563,7 +565,7 @@ impl<'e> Lowering<'e> {
             subgraphs.push(Arc::new(lower_graph(self.env, graph, g)?));
         }
         let step = self.steps.len() as u32;
-        let mut outputs = Vec::with_capacity(op.output_count());
+        let mut outputs = SmallVec::with_capacity(op.output_count());
         let mut used = Vec::with_capacity(op.output_count());
         let mut dynamic = false;
         for i in 0..op.output_count() {
@@ -607,7 +609,7 @@ impl<'e> Lowering<'e> {
             .compile_state()
             .map(|c| c.workspace_bytes.clone())
             .unwrap_or_default();
-        let shapes = shapes_text(op);
+        let shapes = self.shapes_text(op);
         self.steps.push(Step {
             shapes,
             node: op.name().to_string(),
@@ -616,8 +618,8 @@ impl<'e> Lowering<'e> {
             kernel_name,
             stream,
             kernel,
-            inputs: inputs.into_iter().collect(),
-            outputs: outputs.into_iter().collect(),
+            inputs,
+            outputs,
             used: used.into(),
             subgraphs: subgraphs.into(),
             workspace: workspace.into(),
@@ -633,23 +635,55 @@ impl<'e> Lowering<'e> {
 
 /// `[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`: the op's input and output shapes (`?` for an
 /// unknown dim, `[*]` for an unknown rank, `-` for an absent optional input).
-fn shapes_text(op: &rge_ir::OpDesc) -> Arc<str> {
-    fn one(d: Option<&TensorDesc>) -> String {
-        let Some(d) = d else { return "-".into() };
-        let s = d.shape();
-        if s.is_unknown_rank() {
-            return "[*]".into();
+impl Lowering<'_> {
+    /// The op's shapes as the profiler prints them (`[1,16] [1,16] -> [1,16]`), one shared
+    /// text per distinct value.
+    fn shapes_text(&mut self, op: &rge_ir::OpDesc) -> Arc<str> {
+        use std::fmt::Write as _;
+        fn one(out: &mut String, d: Option<&TensorDesc>) {
+            let Some(d) = d else {
+                out.push('-');
+                return;
+            };
+            let s = d.shape();
+            if s.is_unknown_rank() {
+                out.push_str("[*]");
+                return;
+            }
+            out.push('[');
+            for (k, &x) in s.dims().iter().enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                if x < 0 {
+                    out.push('?');
+                } else {
+                    let _ = write!(out, "{x}");
+                }
+            }
+            out.push(']');
         }
-        let dims: Vec<String> = s
-            .dims()
-            .iter()
-            .map(|&x| if x < 0 { "?".into() } else { x.to_string() })
-            .collect();
-        format!("[{}]", dims.join(","))
+        let mut text = String::new();
+        for i in 0..op.input_count() {
+            if i > 0 {
+                text.push(' ');
+            }
+            one(&mut text, op.input(i));
+        }
+        text.push_str(" -> ");
+        for i in 0..op.output_count() {
+            if i > 0 {
+                text.push(' ');
+            }
+            one(&mut text, op.output(i));
+        }
+        if let Some(t) = self.shape_texts.get(text.as_str()) {
+            return t.clone();
+        }
+        let t: Arc<str> = text.as_str().into();
+        self.shape_texts.insert(text.into_boxed_str(), t.clone());
+        t
     }
-    let ins: Vec<String> = (0..op.input_count()).map(|i| one(op.input(i))).collect();
-    let outs: Vec<String> = (0..op.output_count()).map(|i| one(op.output(i))).collect();
-    format!("{} -> {}", ins.join(" "), outs.join(" ")).into()
 }
 
 /// The local engine's converter: graph I/O, constants, no-ops, and views without a copy when
@@ -727,6 +761,7 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
         views: 0,
         spaces: Vec::new(),
         flat: Default::default(),
+        shape_texts: HashMap::new(),
     };
     let mut ctrl: Vec<(u32, u32)> = Vec::new();
     let taken = env.taken.filter(|_| g == graph.root());
