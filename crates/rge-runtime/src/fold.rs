@@ -5,7 +5,7 @@
 //! the edits go to a copy that replaces the graph only when all of them succeeded, so a failed
 //! fold leaves the graph as it was. Page: `docs/runtime.md` ("Constant folding").
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rge_engine::{EngineError, EngineResult, GraphOptimizer, GraphRewriter};

@@ -47,7 +47,11 @@ impl OptPass for ShapeToConst {
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in root_nodes(g) {
-            if !removable(g, n) {
+            // The op type first: the other checks read neighbours and allocate.
+            let shape_op = g
+                .op(n)
+                .is_some_and(|o| matches!(o.op_type(), "Shape" | "Size"));
+            if !shape_op || !removable(g, n) {
                 continue;
             }
             let Some(t) = value_of(g, n) else { continue };
