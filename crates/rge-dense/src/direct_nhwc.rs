@@ -258,24 +258,24 @@ unsafe fn run_simd<
     // over a group while its input and output lines are in L1; large ones go block by block,
     // each block's weights read once from memory.
     let weights = (b1 - b0) * depth * BLOCK * 4;
+    // The pixel groups of [p0, p1): GROUP pixels each, the last one shorter.
+    let groups = || {
+        (p0..p1)
+            .step_by(GROUP)
+            .map(move |g0| (g0, (g0 + GROUP).min(p1)))
+    };
     if weights <= GROUP_OUTER_WEIGHTS {
-        let mut g0 = p0;
-        while g0 < p1 {
-            let g1 = (g0 + GROUP).min(p1);
+        for px in groups() {
             for b in b0..b1 {
                 // SAFETY: as this function's.
-                unsafe { group::<S, PX, PX1, PX2, U, UH>(s, job, b, (g0, g1), depth) };
+                unsafe { group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth) };
             }
-            g0 = g1;
         }
     } else {
         for b in b0..b1 {
-            let mut g0 = p0;
-            while g0 < p1 {
-                let g1 = (g0 + GROUP).min(p1);
+            for px in groups() {
                 // SAFETY: as this function's.
-                unsafe { group::<S, PX, PX1, PX2, U, UH>(s, job, b, (g0, g1), depth) };
-                g0 = g1;
+                unsafe { group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth) };
             }
         }
     }

@@ -663,20 +663,18 @@ impl Lowering<'_> {
             }
             out.push(']');
         }
+        fn list<'d>(out: &mut String, descs: impl Iterator<Item = Option<&'d TensorDesc>>) {
+            for (i, d) in descs.enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                one(out, d);
+            }
+        }
         let mut text = String::new();
-        for i in 0..op.input_count() {
-            if i > 0 {
-                text.push(' ');
-            }
-            one(&mut text, op.input(i));
-        }
+        list(&mut text, (0..op.input_count()).map(|i| op.input(i)));
         text.push_str(" -> ");
-        for i in 0..op.output_count() {
-            if i > 0 {
-                text.push(' ');
-            }
-            one(&mut text, op.output(i));
-        }
+        list(&mut text, (0..op.output_count()).map(|i| op.output(i)));
         if let Some(t) = self.shape_texts.get(text.as_str()) {
             return t.clone();
         }

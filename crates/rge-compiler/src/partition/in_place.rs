@@ -7,10 +7,12 @@
 
 use slotmap::SecondaryMap;
 
-use rge_ir::{ComputeGraph, InAnchor, NodeId, OutAnchor};
+use rge_ir::{ComputeGraph, NodeId};
 
 use super::build::materialize_moving;
-use super::merge_back::{boundary_of, end_producer, restore_io_and_order, Boundaries};
+use super::merge_back::{
+    boundary_of, end_producer, placeholder_consumers, restore_io_and_order, Boundaries,
+};
 use super::PartitionPlan;
 use crate::error::{CompileError, CompileResult};
 use crate::graph_copy::{copy_in_links, move_node};
@@ -147,40 +149,14 @@ impl PartitionPlan {
                 None => e.src,
                 Some(i) => {
                     let (_, end) = ends[idx].expect("checked above");
-                    let src = end_producer(&graphs[i], end).map_err(err)?;
-                    let node = *maps[i].get(src.node).ok_or_else(|| {
-                        err(format!(
-                            "End `{}` is fed by a boundary node",
-                            graphs[i].name_of(end)
-                        ))
-                    })?;
-                    OutAnchor {
-                        node,
-                        index: src.index,
-                    }
+                    end_producer(&graphs[i], end, &maps[i]).map_err(err)?
                 }
             };
-            let tos: Vec<InAnchor> = match pd {
+            let tos = match pd {
                 None => vec![e.dst],
                 Some(i) => {
                     let (_, pld) = plds[idx].expect("checked above");
-                    let node = graphs[i].node(pld).expect("live node");
-                    node.all_out_peers()
-                        .map(|c| {
-                            maps[i]
-                                .get(c.node)
-                                .map(|&to| InAnchor {
-                                    node: to,
-                                    index: c.index,
-                                })
-                                .ok_or_else(|| {
-                                    err(format!(
-                                        "PlaceHolder `{}` feeds a boundary node",
-                                        node.name()
-                                    ))
-                                })
-                        })
-                        .collect::<CompileResult<_>>()?
+                    placeholder_consumers(&graphs[i], pld, &maps[i]).map_err(err)?
                 }
             };
             for to in tos {

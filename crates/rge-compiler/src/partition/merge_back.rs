@@ -6,7 +6,7 @@
 
 use slotmap::SecondaryMap;
 
-use rge_ir::{ComputeGraph, NodeId, OutAnchor};
+use rge_ir::{ComputeGraph, InAnchor, NodeId, OutAnchor};
 
 use super::PartitionPlan;
 use crate::attr_names::{END, PEER_INDEX, PLACEHOLDER};
@@ -61,16 +61,49 @@ pub(crate) fn boundary_of(
     Ok(true)
 }
 
-/// The producer anchor feeding End `end` of `g`.
-pub(crate) fn end_producer(g: &ComputeGraph, end: NodeId) -> Result<OutAnchor, String> {
+/// The producer feeding End `end` of partition graph `g`, as the merged graph's anchor
+/// (`map`: the partition's nodes → merged nodes).
+pub(crate) fn end_producer(
+    g: &ComputeGraph,
+    end: NodeId,
+    map: &SecondaryMap<NodeId, NodeId>,
+) -> Result<OutAnchor, String> {
     let node = g.node(end).expect("live node");
-    node.input_peers()
+    let src = node
+        .input_peers()
         .iter()
         .flatten()
         .chain(node.in_ctrl_peers())
         .next()
-        .copied()
-        .ok_or_else(|| format!("End `{}` has no producer", node.name()))
+        .ok_or_else(|| format!("End `{}` has no producer", node.name()))?;
+    let merged = map
+        .get(src.node)
+        .ok_or_else(|| format!("End `{}` is fed by a boundary node", node.name()))?;
+    Ok(OutAnchor {
+        node: *merged,
+        index: src.index,
+    })
+}
+
+/// The consumers of PlaceHolder `pld` of partition graph `g`, as the merged graph's anchors
+/// (`map`: the partition's nodes → merged nodes).
+pub(crate) fn placeholder_consumers(
+    g: &ComputeGraph,
+    pld: NodeId,
+    map: &SecondaryMap<NodeId, NodeId>,
+) -> Result<Vec<InAnchor>, String> {
+    let node = g.node(pld).expect("live node");
+    node.all_out_peers()
+        .map(|c| {
+            let to = map
+                .get(c.node)
+                .ok_or_else(|| format!("PlaceHolder `{}` feeds a boundary node", node.name()))?;
+            Ok(InAnchor {
+                node: *to,
+                index: c.index,
+            })
+        })
+        .collect()
 }
 
 /// Sets a merged graph's input and output lists from the plan's names, and restores a
@@ -146,31 +179,8 @@ pub fn merge_partitions(plan: &PartitionPlan, graphs: &[ComputeGraph]) -> Compil
         let (Some((pe, end)), Some((pp, pld))) = (*end, *pld) else {
             return Err(err(format!("the End/PlaceHolder pair {idx} is incomplete")));
         };
-        let (ge, gp) = (&graphs[pe], &graphs[pp]);
-        let src = end_producer(ge, end).map_err(err)?;
-        let src_node = *maps[pe].get(src.node).ok_or_else(|| {
-            err(format!(
-                "End `{}` is fed by a boundary node",
-                ge.name_of(end)
-            ))
-        })?;
-        let from = OutAnchor {
-            node: src_node,
-            index: src.index,
-        };
-        let pld_node = gp.node(pld).expect("live node");
-        let consumers: Vec<_> = pld_node.all_out_peers().collect();
-        for c in consumers {
-            let Some(&to) = maps[pp].get(c.node) else {
-                return Err(err(format!(
-                    "PlaceHolder `{}` feeds a boundary node",
-                    pld_node.name()
-                )));
-            };
-            let to = rge_ir::InAnchor {
-                node: to,
-                index: c.index,
-            };
+        let from = end_producer(&graphs[pe], end, &maps[pe]).map_err(err)?;
+        for to in placeholder_consumers(&graphs[pp], pld, &maps[pp]).map_err(err)? {
             if !out.is_linked(from, to) {
                 out.link(from, to).map_err(ir)?;
             }
