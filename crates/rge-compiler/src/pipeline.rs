@@ -531,7 +531,10 @@ impl Pipeline {
             let params = running_params(&self.manager, g, &nodes)?;
             for (&(n, _), p) in nodes.iter().zip(&params) {
                 let op = g.op_mut(n).expect("live node");
-                op.compile_state_mut().workspace_bytes = p.workspace.clone();
+                // Most ops ask for no workspace: their compile state stays unallocated.
+                if !p.workspace.is_empty() || op.compile_state().is_some() {
+                    op.compile_state_mut().workspace_bytes = p.workspace.clone();
+                }
                 for (i, &size) in p.output_sizes.iter().enumerate() {
                     if let Some(d) = op.output_mut(i) {
                         if size >= 0 {

@@ -581,3 +581,50 @@ proptest! {
         plain.graph.verify().unwrap();
     }
 }
+
+/// A chain of `n` Relus behind a Data: enough ops for many chunks of the streamed writer.
+fn relu_chain(n: usize) -> GeModel {
+    let mut g = ComputeGraph::new("chain");
+    let t = desc(&[1, 16], DataType::Float, Format::ND);
+    let data = g
+        .add_root_node(OpDesc::new("x", "Data").with_output("y", t.clone()))
+        .unwrap();
+    g.add_input_node(data).unwrap();
+    let mut prev = data;
+    for k in 0..n {
+        let op = OpDesc::new(format!("relu{k}"), "Relu")
+            .with_input("x", t.clone())
+            .with_output("y", t.clone());
+        let node = g.add_root_node(op).unwrap();
+        g.add_edge(prev, 0, node, 0).unwrap();
+        prev = node;
+    }
+    g.add_output_node(prev, 0).unwrap();
+    GeModel::dump_model(g)
+}
+
+#[test]
+fn files_written_in_two_passes_are_the_whole_model_def_for_any_budget() {
+    let dir = scratch("two-passes");
+    // 20k ops: 20 chunks, more than one window on any pool; and a model with subgraphs.
+    for (name, m) in [("chain", relu_chain(20_000)), ("if", if_model())] {
+        let whole = prost::Message::encode_to_vec(&m.to_model_def(&WriteOptions::default()));
+        // Nothing kept (every chunk encoded again), a few chunks kept, everything kept.
+        for keep in [Some(0), Some(whole.len() / 3), None] {
+            let opts = WriteOptions {
+                keep_bytes: keep,
+                ..WriteOptions::default()
+            };
+            let path = dir.join(format!("{name}.pb"));
+            m.write_binary(&path, &opts).unwrap();
+            let written = std::fs::read(&path).unwrap();
+            assert_eq!(written.len(), whole.len(), "{name}, keep {keep:?}");
+            assert!(written == whole, "{name}, keep {keep:?}: bytes differ");
+            assert_eq!(
+                GeModel::read_binary(&path).unwrap(),
+                m,
+                "{name}, keep {keep:?}"
+            );
+        }
+    }
+}

@@ -17,14 +17,24 @@ pub struct ElementwiseFusion;
 impl GraphOptimizer for ElementwiseFusion {
     fn optimize_fused_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let engine = graph.engine().to_string();
-        let patches = crate::region::region_patches(graph.graph())
-            .map_err(|e| EngineError::engine(engine.clone(), e))?;
-        for p in patches {
-            graph.apply(p)?;
+        // Each batch is applied before the next is built: the patches waiting stay few.
+        let mut regions = crate::region::RegionFinder::new(graph.graph());
+        loop {
+            let patches = regions
+                .next_batch(graph.graph(), PATCHES_PER_BATCH)
+                .map_err(|e| EngineError::engine(engine.clone(), e))?;
+            if patches.is_empty() {
+                return Ok(());
+            }
+            for p in patches {
+                graph.apply(p)?;
+            }
         }
-        Ok(())
     }
 }
+
+/// Region patches built before they are applied.
+const PATCHES_PER_BATCH: usize = 1024;
 
 /// The fused engine: cost 1, composite over `dense` and `vector` (the standard table's row),
 /// with its optimizer.

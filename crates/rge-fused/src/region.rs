@@ -145,82 +145,110 @@ fn direct_operand(shape: &[usize], out: &[usize]) -> bool {
     s.len() <= out.len() && out[out.len() - s.len()..] == *s
 }
 
-/// The patches fusing every region of `g`, found in one pass over it: roots in reverse
-/// topological order, each region grown from its root over producers whose readers have all
-/// joined. Regions are disjoint, and each patch leaves the ones after it valid: a later
-/// region's nodes are read only inside it, and its root is read by earlier patches' nodes
-/// through the links the patches make. Apply them in order.
-pub fn region_patches(g: &ComputeGraph) -> Result<Vec<GraphPatch>, String> {
-    let order = topo(g);
-    let mut rank: SecondaryMap<NodeId, usize> = SecondaryMap::with_capacity(order.len());
-    // Per node: what it computes when fusable, and the root of the region it joined (the
-    // root's rank; `NONE` before).
-    let mut state: SecondaryMap<NodeId, (Option<Elem>, usize)> =
-        SecondaryMap::with_capacity(order.len());
-    const NONE: usize = usize::MAX;
-    for (i, &n) in order.iter().enumerate() {
-        rank.insert(n, i);
-        state.insert(n, (elem_of(g, n), NONE));
-    }
-    for &(n, _) in g.output_nodes(g.root()) {
-        // A graph output stays materialized: it is never a region's inner node.
-        if let Some(s) = state.get_mut(n) {
-            s.1 = NONE - 1;
+/// Per node: what it computes when fusable, and the root of the region it joined (the root's
+/// rank; `NONE` before).
+type State = SecondaryMap<NodeId, (Option<Elem>, usize)>;
+const NONE: usize = usize::MAX;
+
+/// Finds every region of a graph in one pass over it, a batch of patches at a time: roots in
+/// reverse topological order, each region grown from its root over producers whose readers
+/// have all joined. Regions are disjoint, and each patch leaves the ones after it valid: a
+/// later region's nodes are read only inside it, and its root is read by earlier patches'
+/// nodes through the links the patches make. So the caller applies each batch, in order,
+/// before asking for the next, and the patches waiting at any time are one batch (a graph of
+/// a million elementwise ops makes hundreds of thousands of patches, each with its new op).
+pub struct RegionFinder {
+    order: Vec<NodeId>,
+    rank: SecondaryMap<NodeId, usize>,
+    state: State,
+    /// Roots `order[..left]` are still to look at.
+    left: usize,
+}
+
+impl RegionFinder {
+    pub fn new(g: &ComputeGraph) -> Self {
+        let order = topo(g);
+        let mut rank: SecondaryMap<NodeId, usize> = SecondaryMap::with_capacity(order.len());
+        let mut state: State = SecondaryMap::with_capacity(order.len());
+        for (i, &n) in order.iter().enumerate() {
+            rank.insert(n, i);
+            state.insert(n, (elem_of(g, n), NONE));
+        }
+        for &(n, _) in g.output_nodes(g.root()) {
+            // A graph output stays materialized: it is never a region's inner node.
+            if let Some(s) = state.get_mut(n) {
+                s.1 = NONE - 1;
+            }
+        }
+        let left = order.len();
+        RegionFinder {
+            order,
+            rank,
+            state,
+            left,
         }
     }
-    let mut patches = Vec::new();
-    let mut members: Vec<NodeId> = Vec::new();
-    for (r, &root) in order.iter().enumerate().rev() {
-        let (elem, joined) = state[root];
-        if elem.is_none() || (joined != NONE && joined != NONE - 1) {
-            continue;
-        }
-        // A worklist: a producer is looked at again each time one of its readers joins, so
-        // the last reader to join lets it in.
-        let in_region = |state: &SecondaryMap<NodeId, (Option<Elem>, usize)>, n: NodeId| {
-            state.get(n).is_some_and(|s| s.1 == r)
-        };
-        let was = state[root].1;
-        state[root].1 = r;
-        members.clear();
-        members.push(root);
-        let mut work = vec![root];
-        while let Some(m) = work.pop() {
-            let Some(node) = g.node(m) else { continue };
-            for i in 0..node.in_data_count() {
-                let Some(p) = node.peer_of_input(i) else {
-                    continue;
-                };
-                match state.get(p.node) {
-                    Some((Some(_), NONE)) => {}
-                    _ => continue,
+
+    /// The next patches, at most `max` (empty when every region is found). `g` is the graph
+    /// with every patch given before applied.
+    pub fn next_batch(&mut self, g: &ComputeGraph, max: usize) -> Result<Vec<GraphPatch>, String> {
+        let mut patches = Vec::new();
+        let mut members: Vec<NodeId> = Vec::new();
+        let mut work = Vec::new();
+        while self.left > 0 && patches.len() < max {
+            self.left -= 1;
+            let (r, root) = (self.left, self.order[self.left]);
+            let state = &mut self.state;
+            let (elem, joined) = state[root];
+            if elem.is_none() || (joined != NONE && joined != NONE - 1) {
+                continue;
+            }
+            // A worklist: a producer is looked at again each time one of its readers joins,
+            // so the last reader to join lets it in.
+            let in_region = |state: &State, n: NodeId| state.get(n).is_some_and(|s| s.1 == r);
+            let was = state[root].1;
+            state[root].1 = r;
+            members.clear();
+            members.push(root);
+            work.push(root);
+            while let Some(m) = work.pop() {
+                let Some(node) = g.node(m) else { continue };
+                for i in 0..node.in_data_count() {
+                    let Some(p) = node.peer_of_input(i) else {
+                        continue;
+                    };
+                    match state.get(p.node) {
+                        Some((Some(_), NONE)) => {}
+                        _ => continue,
+                    }
+                    let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
+                    if readers.iter().all(|x| in_region(state, x.node)) {
+                        state[p.node].1 = r;
+                        members.push(p.node);
+                        work.push(p.node);
+                    }
                 }
-                let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
-                if readers.iter().all(|x| in_region(&state, x.node)) {
-                    state[p.node].1 = r;
-                    members.push(p.node);
-                    work.push(p.node);
+            }
+            let built = if members.len() < 2 {
+                None
+            } else {
+                members.sort_by_key(|&n| self.rank[n]);
+                build(g, root, &members, state)?
+            };
+            match built {
+                Some(p) => patches.push(p),
+                None => {
+                    // Not fused: its nodes may still join later regions (the root as an inner
+                    // node).
+                    for &m in &members {
+                        state[m].1 = NONE;
+                    }
+                    state[root].1 = was;
                 }
             }
         }
-        let built = if members.len() < 2 {
-            None
-        } else {
-            members.sort_by_key(|&n| rank[n]);
-            build(g, root, &members, &state)?
-        };
-        match built {
-            Some(p) => patches.push(p),
-            None => {
-                // Not fused: its nodes may still join later regions (the root as an inner node).
-                for &m in &members {
-                    state[m].1 = NONE;
-                }
-                state[root].1 = was;
-            }
-        }
+        Ok(patches)
     }
-    Ok(patches)
 }
 
 /// Appends the instructions of one node (`arg(i)`: its input `i` as an operand, `None` when
@@ -267,7 +295,7 @@ fn build(
     g: &ComputeGraph,
     root: NodeId,
     members: &[NodeId],
-    state: &SecondaryMap<NodeId, (Option<Elem>, usize)>,
+    state: &State,
 ) -> Result<Option<GraphPatch>, String> {
     let root_op = g.op(root).ok_or("stale root")?;
     let out_dims = known_dims(root_op).ok_or("root without a known shape")?;

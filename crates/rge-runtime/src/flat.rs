@@ -332,12 +332,19 @@ impl Lowering<'_> {
                 self.flat.extra_writes.push((o, step));
             }
         }
+        let node = op.name().to_string();
+        let stream = u32::try_from(op.stream_id()).ok();
+        let (op_type, engine, kernel_name) = (
+            self.interned(op_type),
+            self.interned(engine),
+            self.interned(&format!("{engine}.{op_type}")),
+        );
         self.steps.push(Step {
-            node: op.name().to_string(),
-            op_type: op_type.to_string(),
-            engine: engine.to_string(),
-            kernel_name: format!("{engine}.{op_type}"),
-            stream: u32::try_from(op.stream_id()).ok(),
+            node,
+            op_type,
+            engine,
+            kernel_name,
+            stream,
             kernel,
             inputs: inputs.iter().copied().collect(),
             outputs: outputs.iter().copied().collect(),

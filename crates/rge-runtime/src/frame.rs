@@ -214,7 +214,7 @@ impl<'a> Frame<'a> {
                         .and_then(|v| v.first().copied())
                         .ok_or_else(|| RuntimeError::Kernel {
                             node: step.node.clone(),
-                            op_type: step.op_type.clone(),
+                            op_type: step.op_type.to_string(),
                             msg: "the switch wrote no branch index".into(),
                         })?;
                     let last = targets.len().saturating_sub(1);
@@ -295,7 +295,7 @@ impl<'a> Frame<'a> {
         drop(sink);
         result.map_err(|e| RuntimeError::Kernel {
             node: step.node.clone(),
-            op_type: step.op_type.clone(),
+            op_type: step.op_type.to_string(),
             msg: e.to_string(),
         })?;
         for (index, value) in pending {

@@ -92,8 +92,8 @@ pub struct Lowering<'e> {
     pub(crate) spaces: Vec<MemSpace>,
     /// Flat control-flow regions, loops and extra writers (`flat.rs`).
     pub(crate) flat: crate::flat::FlatState,
-    /// Each distinct shapes text once (most steps of a model share a few).
-    shape_texts: HashMap<Box<str>, Arc<str>>,
+    /// Each distinct shapes text, op type, engine and kernel name once.
+    interned: HashMap<Box<str>, Arc<str>>,
 }
 
 pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
@@ -603,7 +603,9 @@ impl<'e> Lowering<'e> {
             outputs.push(self.push_slot(n, i, slot, None, planned));
             used.push(!node.peers_of_output(i).is_empty());
         }
-        let engine = engine_name.to_string();
+        let engine = self.interned(engine_name);
+        let op_type = self.interned(op.op_type());
+        let kernel_name = self.interned(&kernel_name);
         let stream = u32::try_from(op.stream_id()).ok();
         let workspace = op
             .compile_state()
@@ -613,7 +615,7 @@ impl<'e> Lowering<'e> {
         self.steps.push(Step {
             shapes,
             node: op.name().to_string(),
-            op_type: op.op_type().to_string(),
+            op_type,
             engine,
             kernel_name,
             stream,
@@ -675,11 +677,17 @@ impl Lowering<'_> {
         list(&mut text, (0..op.input_count()).map(|i| op.input(i)));
         text.push_str(" -> ");
         list(&mut text, (0..op.output_count()).map(|i| op.output(i)));
-        if let Some(t) = self.shape_texts.get(text.as_str()) {
+        self.interned(&text)
+    }
+
+    /// One shared copy of `text` per lowering: per-step texts that repeat (shapes, op types,
+    /// engine and kernel names) cost one allocation each, not one per step.
+    pub(crate) fn interned(&mut self, text: &str) -> Arc<str> {
+        if let Some(t) = self.interned.get(text) {
             return t.clone();
         }
-        let t: Arc<str> = text.as_str().into();
-        self.shape_texts.insert(text.into_boxed_str(), t.clone());
+        let t: Arc<str> = text.into();
+        self.interned.insert(text.into(), t.clone());
         t
     }
 }
@@ -759,7 +767,7 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
         views: 0,
         spaces: Vec::new(),
         flat: Default::default(),
-        shape_texts: HashMap::new(),
+        interned: HashMap::new(),
     };
     let mut ctrl: Vec<(u32, u32)> = Vec::new();
     let taken = env.taken.filter(|_| g == graph.root());

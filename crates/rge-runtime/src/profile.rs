@@ -67,9 +67,9 @@ impl Profiler {
         let end = Instant::now();
         let ev = ProfileEvent {
             node: step.node.clone(),
-            op_type: step.op_type.clone(),
-            engine: step.engine.clone(),
-            kernel: step.kernel_name.clone(),
+            op_type: step.op_type.to_string(),
+            engine: step.engine.to_string(),
+            kernel: step.kernel_name.to_string(),
             stream: step.stream,
             shapes: step.shapes.clone(),
             lane,

@@ -72,10 +72,12 @@ pub type Dims = smallvec::SmallVec<[usize; 4]>;
 /// One launch step: a kernel with its inputs and outputs.
 pub struct Step {
     pub node: String,
-    pub op_type: String,
-    pub engine: String,
+    /// The op type, engine and kernel name repeat over many steps: one shared text each
+    /// (`Lowering::interned`), not an allocation per step.
+    pub op_type: Arc<str>,
+    pub engine: Arc<str>,
     /// The kernel definition that runs it (e.g. `cpu.Conv`).
-    pub kernel_name: String,
+    pub kernel_name: Arc<str>,
     /// The stream from stream assignment (`None`: a skipped engine).
     pub stream: Option<u32>,
     pub kernel: Box<dyn Kernel>,

@@ -78,7 +78,7 @@ fn kernels_by_node(program: &crate::program::Program) -> std::collections::HashM
     program
         .steps
         .iter()
-        .map(|s| (s.node.as_str(), s.kernel_name.as_str()))
+        .map(|s| (s.node.as_str(), &*s.kernel_name))
         .collect()
 }
 

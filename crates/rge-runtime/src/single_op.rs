@@ -133,7 +133,7 @@ impl SingleOp {
             .program()
             .steps
             .first()
-            .map_or("local", |s| s.engine.as_str())
+            .map_or("local", |s| &*s.engine)
     }
 }
 

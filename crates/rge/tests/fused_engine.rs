@@ -73,7 +73,7 @@ fn run(m: &ModelProto, args: EngineArgs, inputs: &[Value]) -> (Vec<Tensor>, Vec<
         .program()
         .steps
         .iter()
-        .map(|st| (st.node.clone(), st.engine.clone()))
+        .map(|st| (st.node.clone(), st.engine.to_string()))
         .collect();
     let out = model.run(inputs).unwrap();
     (
@@ -253,4 +253,38 @@ fn a_dtype_the_kernel_lacks_stays_unfused() {
     for (v, x) in y.iter().zip(&x) {
         assert!((v - 1.0 / (1.0 + (-2.0 * x).exp())).abs() < 1e-12);
     }
+}
+
+#[test]
+fn thousands_of_regions_fuse_in_batches_and_match_cpu() {
+    // x_{k+1} = sigmoid(x_k + y), every x_k a graph output: one region per block, 2500 of
+    // them, more than one batch of patches, each region's input the root of the next one
+    // found (the patches are built in reverse order).
+    const BLOCKS: usize = 2500;
+    let mut nodes = Vec::new();
+    let mut outputs = Vec::new();
+    for k in 0..BLOCKS {
+        let x = if k == 0 {
+            "x".to_string()
+        } else {
+            format!("x{k}")
+        };
+        nodes.push(node("Add", &format!("a{k}"), &[&x, "y"], &format!("a{k}")));
+        let next = format!("x{}", k + 1);
+        nodes.push(node("Sigmoid", &next, &[&format!("a{k}")], &next));
+        outputs.push(vi(&next, FLOAT, &[1, 16]));
+    }
+    let m = model(
+        nodes,
+        vec![vi("x", FLOAT, &[1, 16]), vi("y", FLOAT, &[1, 16])],
+        outputs,
+        vec![],
+    );
+    let inputs = [tensor(&[1, 16], 5), tensor(&[1, 16], 6)];
+    let (got, placed) = run(&m, EngineArgs::default(), &inputs);
+    let steps = compute_steps(&placed);
+    assert_eq!(steps.len(), BLOCKS, "one fused step per block");
+    assert!(steps.iter().all(|(_, e)| e == "vector"), "{steps:?}");
+    let (want, _) = run(&m, cpu(), &inputs);
+    same(&got, &want);
 }

@@ -204,7 +204,7 @@ fn a_compiled_model_with_flat_regions_reloads_with_the_same_outputs() {
             .program()
             .steps
             .iter()
-            .map(|st| st.op_type.as_str())
+            .map(|st| &*st.op_type)
             .collect();
         let flat = ["StreamActive", "LabelSwitch", "StreamSwitch", "LabelGoto"]
             .iter()

@@ -52,7 +52,7 @@ fn step_types(m: &Model) -> Vec<String> {
     m.program()
         .steps
         .iter()
-        .map(|s| s.op_type.clone())
+        .map(|s| s.op_type.to_string())
         .collect()
 }
 
@@ -269,7 +269,7 @@ fn a_static_loop_and_an_if_inside_a_loop_are_lowered_flat() {
                 flat.program()
                     .steps
                     .iter()
-                    .any(|s| s.node == inner && s.op_type == "LabelSwitch"),
+                    .any(|s| s.node == inner && &*s.op_type == "LabelSwitch"),
                 "{model}: {kinds:?}"
             );
             assert!(kinds.iter().any(|k| k == "Mod") && kinds.iter().any(|k| k == "Sub"));

@@ -241,7 +241,7 @@ fn run(m: &ModelProto, args: EngineArgs) -> (Vec<f32>, Vec<(String, String)>) {
         .program()
         .steps
         .iter()
-        .map(|st| (st.node.clone(), st.engine.clone()))
+        .map(|st| (st.node.clone(), st.engine.to_string()))
         .collect();
     let n = 2 * 3 * 12 * 12;
     let x: Vec<f32> = (0..n)

@@ -29,7 +29,7 @@ mod stream;
 mod weights;
 mod writer;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -133,6 +133,11 @@ pub struct WriteOptions {
     /// survives a round trip (GE's `ge_proto_*.txt` dumps).
     pub dump: bool,
     pub weights: WeightMode,
+    /// Binary files with inline weights are written op by op in two passes: the first learns
+    /// the graphs' lengths, the second writes. Encoded ops up to this many bytes are kept
+    /// between the passes; the rest are encoded again (`None`: 64 MiB). Bounds what saving a
+    /// large model holds beside its graph; the bytes written are the same for any value.
+    pub keep_bytes: Option<usize>,
 }
 
 impl WriteOptions {
@@ -141,6 +146,7 @@ impl WriteOptions {
         WriteOptions {
             dump: true,
             weights: WeightMode::Inline,
+            keep_bytes: None,
         }
     }
 
@@ -379,13 +385,18 @@ impl GeModelRef<'_> {
         let path = path.as_ref();
         let file = path.display().to_string();
         if opts.weights == WeightMode::Inline {
-            let pieces = self.encode_pieces(opts, &file)?;
+            let writer = writer::Writer { opts };
+            let encoded = self.encode_checked(&writer, &file)?;
             let io = |source| GeError::Io {
                 file: file.clone(),
                 source,
             };
-            let mut out = std::fs::File::create(path).map_err(io)?;
-            return pieces.write_to(&mut out).map_err(io);
+            let mut out = std::io::BufWriter::with_capacity(
+                1 << 20,
+                std::fs::File::create(path).map_err(io)?,
+            );
+            encoded.write_to(&mut out).map_err(io)?;
+            return out.flush().map_err(io);
         }
         let (def, weights) = self.to_model_def_and_weights(opts);
         write_out(path, &encode(&def, &file)?, &weights)
@@ -396,16 +407,26 @@ impl GeModelRef<'_> {
         if opts.weights != WeightMode::Inline {
             return encode(&self.to_model_def_and_weights(opts).0, file);
         }
-        Ok(Bytes::from(self.encode_pieces(opts, file)?.concat()))
+        // In memory the whole model is kept anyway: nothing is encoded twice.
+        let opts = WriteOptions {
+            keep_bytes: Some(usize::MAX),
+            ..opts.clone()
+        };
+        let writer = writer::Writer { opts: &opts };
+        Ok(Bytes::from(self.encode_checked(&writer, file)?.concat()))
     }
 
-    /// The binary ModelDef with inline weights, in pieces, within protobuf's size limit.
-    fn encode_pieces(&self, opts: &WriteOptions, file: &str) -> Result<stream::Pieces, GeError> {
-        let pieces = writer::Writer { opts }.encode_model(self);
-        if pieces.len() > MAX_MODEL_BYTES {
-            return Err(too_large(file, pieces.len()));
+    /// The binary ModelDef with inline weights, ready to write, within protobuf's size limit.
+    fn encode_checked<'a>(
+        &'a self,
+        writer: &'a writer::Writer<'a>,
+        file: &str,
+    ) -> Result<stream::Encoded<'a>, GeError> {
+        let encoded = writer.encode_model(self);
+        if encoded.len() > MAX_MODEL_BYTES {
+            return Err(too_large(file, encoded.len()));
         }
-        Ok(pieces)
+        Ok(encoded)
     }
 }
 

@@ -4,6 +4,8 @@
 //! `ModelDef::encode_to_vec` on the full message — fields in number order, ops in graph order —
 //! so the file is the same either way (a test checks it).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 use rayon::prelude::*;
@@ -25,6 +27,9 @@ pub struct GeModelRef<'a> {
 /// Ops encoded per parallel task.
 const OPS_PER_TASK: usize = 1024;
 
+/// The default of [`WriteOptions::keep_bytes`](super::WriteOptions::keep_bytes): 64 MiB.
+pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
+
 /// ModelDef's `graph` and GraphDef's `op` field numbers.
 const MODEL_GRAPH_TAG: u32 = 7;
 const GRAPH_OP_TAG: u32 = 6;
@@ -45,38 +50,84 @@ fn put_message_key(tag: u32, len: usize, out: &mut Vec<u8>) {
     encode_varint(len as u64, out);
 }
 
-/// A model's bytes in consecutive pieces (chunks of ops, the fields between them): the file
-/// is their concatenation, written piece by piece, so saving never joins them into one
-/// buffer (a copy of the file's size, twice, beside the graph).
-#[derive(Debug, Default)]
-pub(crate) struct Pieces(Vec<Vec<u8>>);
+/// A model's bytes ready to write: the fields around the ops, and the ops in chunks. A length
+/// pass encodes every chunk once, to learn each graph's length (a length-delimited field's
+/// length comes before its bytes), and keeps the chunks' bytes while their total stays within
+/// the options' budget ([`WriteOptions::keep_bytes`]); the write pass encodes the others again, a
+/// window of chunks at a time. So a model that fits the budget is encoded once, and a larger
+/// one is written holding at most the budget and one window beside the graph (the file of a
+/// million-node graph is about half a gigabyte).
+pub(crate) struct Encoded<'a> {
+    writer: &'a Writer<'a>,
+    graph: &'a ComputeGraph,
+    head: Vec<u8>,
+    graphs: Vec<EncodedGraph>,
+    tail: Vec<u8>,
+}
 
-impl Pieces {
+/// One GraphDef: its key and length, the fields before the ops, the ops' chunks, the rest.
+struct EncodedGraph {
+    key: Vec<u8>,
+    head: Vec<u8>,
+    nodes: Vec<NodeId>,
+    /// Per chunk of [`OPS_PER_TASK`] nodes: its bytes, or `None` to encode again when writing.
+    chunks: Vec<Option<Vec<u8>>>,
+    tail: Vec<u8>,
+    /// The GraphDef's length: head, ops and tail.
+    payload_len: u64,
+}
+
+impl Encoded<'_> {
     /// The total length in bytes.
     pub(crate) fn len(&self) -> u64 {
-        self.0.iter().map(|p| p.len() as u64).sum()
-    }
-
-    /// The bytes in one buffer.
-    pub(crate) fn concat(self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len() as usize);
-        for p in self.0 {
-            out.extend_from_slice(&p);
-        }
-        out
+        let graph = |g: &EncodedGraph| g.key.len() as u64 + g.payload_len;
+        (self.head.len() + self.tail.len()) as u64 + self.graphs.iter().map(graph).sum::<u64>()
     }
 
     /// Writes the bytes to `w`.
     pub(crate) fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
-        self.0.iter().try_for_each(|p| w.write_all(p))
+        w.write_all(&self.head)?;
+        let window = rayon::current_num_threads().max(1) * 4;
+        for g in &self.graphs {
+            w.write_all(&g.key)?;
+            w.write_all(&g.head)?;
+            let chunks: Vec<&[NodeId]> = g.nodes.chunks(OPS_PER_TASK).collect();
+            for (kept, nodes) in g.chunks.chunks(window).zip(chunks.chunks(window)) {
+                // The chunks the length pass dropped, encoded again on the pool's threads.
+                let again: Vec<Option<Vec<u8>>> = kept
+                    .par_iter()
+                    .zip(nodes.par_iter())
+                    .map(|(k, nodes)| {
+                        k.is_none().then(|| {
+                            let mut part = Vec::new();
+                            self.writer.encode_chunk(self.graph, nodes, &mut part);
+                            part
+                        })
+                    })
+                    .collect();
+                for (k, a) in kept.iter().zip(&again) {
+                    if let Some(bytes) = k.as_ref().or(a.as_ref()) {
+                        w.write_all(bytes)?;
+                    }
+                }
+            }
+            w.write_all(&g.tail)?;
+        }
+        w.write_all(&self.tail)
+    }
+
+    /// The bytes in one buffer.
+    pub(crate) fn concat(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(usize::try_from(self.len()).unwrap_or(0));
+        self.write_to(&mut out).expect("writing to memory");
+        out
     }
 }
 
 impl Writer<'_> {
     /// The model's bytes, streamed (inline weights only: the other modes rewrite the ModelDef).
-    pub(crate) fn encode_model(&self, m: &GeModelRef<'_>) -> Pieces {
+    pub(crate) fn encode_model<'a>(&'a self, m: &GeModelRef<'a>) -> Encoded<'a> {
         let cg = m.graph;
-        let mut pieces = Vec::new();
         // Fields 1–3 (before `graph`), then each graph, then 11–12.
         let mut head = Vec::new();
         ModelDef {
@@ -86,52 +137,73 @@ impl Writer<'_> {
             ..Default::default()
         }
         .encode_raw(&mut head);
-        pieces.push(head);
-        for g in std::iter::once(cg.root()).chain(cg.subgraphs().iter().copied()) {
-            let graph = self.encode_graph(cg, g);
-            let mut key = Vec::new();
-            put_message_key(MODEL_GRAPH_TAG, graph.iter().map(Vec::len).sum(), &mut key);
-            pieces.push(key);
-            pieces.extend(graph);
-        }
+        let budget = AtomicUsize::new(self.opts.keep_bytes.unwrap_or(DEFAULT_KEEP_BYTES));
+        let graphs = std::iter::once(cg.root())
+            .chain(cg.subgraphs().iter().copied())
+            .map(|g| self.encode_graph(cg, g, &budget))
+            .collect();
         let mut tail = Vec::new();
         ModelDef {
             attr: self.write_attrs(m.attrs, &|_| false),
             ..Default::default()
         }
         .encode_raw(&mut tail);
-        pieces.push(tail);
-        Pieces(pieces)
+        Encoded {
+            writer: self,
+            graph: cg,
+            head,
+            graphs,
+            tail,
+        }
     }
 
-    /// One GraphDef's bytes, in pieces.
-    fn encode_graph(&self, cg: &ComputeGraph, g: GraphId) -> Vec<Vec<u8>> {
+    /// One GraphDef: the length pass over its ops, keeping what `budget` allows.
+    fn encode_graph(&self, cg: &ComputeGraph, g: GraphId, budget: &AtomicUsize) -> EncodedGraph {
         let mut head = self.write_graph_fields(cg, g);
         let tail = GraphDef {
             attr: std::mem::take(&mut head.attr),
             attr_groups: head.attr_groups.take(),
             ..Default::default()
-        };
-        let mut pieces = vec![head.encode_to_vec()];
+        }
+        .encode_to_vec();
+        let head = head.encode_to_vec();
         // Each OpDef depends on the graph only: chunks of ops are encoded on the pool's threads
-        // and kept in graph order (the same bytes; a 100k-node model saved in half the time
-        // on two cores).
+        // (a 100k-node model saved in half the time on two cores). A chunk is encoded into the
+        // thread's scratch buffer and copied out at its exact length only when kept.
         let nodes: Vec<NodeId> = cg.nodes_of(g).collect();
-        let parts: Vec<Vec<u8>> = nodes
+        let (lens, chunks): (Vec<usize>, Vec<Option<Vec<u8>>>) = nodes
             .par_chunks(OPS_PER_TASK)
-            .map(|chunk| {
-                let (mut part, mut op_bytes) = (Vec::new(), Vec::new());
-                for &n in chunk {
-                    op_bytes.clear();
-                    self.encode_node(cg, n, &mut op_bytes);
-                    put_message_bytes(GRAPH_OP_TAG, &op_bytes, &mut part);
-                }
-                part
+            .map_init(Vec::new, |scratch, chunk| {
+                scratch.clear();
+                self.encode_chunk(cg, chunk, scratch);
+                let len = scratch.len();
+                let keep = budget
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(len))
+                    .is_ok();
+                (len, keep.then(|| scratch.clone()))
             })
-            .collect();
-        pieces.extend(parts);
-        pieces.push(tail.encode_to_vec());
-        pieces
+            .unzip();
+        let payload = head.len() + lens.iter().sum::<usize>() + tail.len();
+        let mut key = Vec::new();
+        put_message_key(MODEL_GRAPH_TAG, payload, &mut key);
+        EncodedGraph {
+            key,
+            head,
+            nodes,
+            chunks,
+            tail,
+            payload_len: payload as u64,
+        }
+    }
+
+    /// The ops of `nodes`, each as GraphDef's `op` field.
+    fn encode_chunk(&self, cg: &ComputeGraph, nodes: &[NodeId], out: &mut Vec<u8>) {
+        let mut op_bytes = Vec::new();
+        for &n in nodes {
+            op_bytes.clear();
+            self.encode_node(cg, n, &mut op_bytes);
+            put_message_bytes(GRAPH_OP_TAG, &op_bytes, out);
+        }
     }
 }
 
