@@ -39,14 +39,11 @@ pub(crate) fn finish(
     let ns = slots.len();
     let nsteps = steps.len();
     // Readers and last use of every root slot.
-    let mut readers: Vec<Vec<u32>> = vec![Vec::new(); ns];
+    let readers = Readers::new(&steps, &root_of, ns);
     let mut last: Vec<u32> = vec![0; ns];
     for (si, st) in steps.iter().enumerate() {
         for &s in st.inputs.iter().flatten() {
             let r = root_of[s as usize] as usize;
-            if readers[r].last() != Some(&(si as u32)) {
-                readers[r].push(si as u32);
-            }
             last[r] = last[r].max(si as u32);
             if let Some(p) = slots[r].producer {
                 deps.push((p, si as u32));
@@ -155,7 +152,7 @@ pub(crate) fn finish(
             .unwrap_or(0);
         let mut rd: Vec<u32> = m
             .iter()
-            .flat_map(|&s| readers[s as usize].iter().copied())
+            .flat_map(|&s| readers.of(s as usize).iter().copied())
             .collect();
         rd.sort_unstable();
         rd.dedup();
@@ -338,7 +335,7 @@ fn own_large_outputs(
     outputs: &[(String, Option<u32>)],
     concats: &[(u32, Vec<(u32, usize)>)],
     flat: &crate::flat::FlatState,
-    readers: &[Vec<u32>],
+    readers: &Readers,
 ) {
     let mut members = vec![0u32; slots.len()];
     for &r in root_of {
@@ -355,7 +352,7 @@ fn own_large_outputs(
             && !slot.view
             && slot.bytes >= OWN_OUTPUT_BYTES
             && slot.producer.is_some_and(|p| !in_region(p))
-            && !readers[r].iter().any(|&x| in_region(x))
+            && !readers.of(r).iter().any(|&x| in_region(x))
             && !flat.extra_writes.iter().any(|&(w, _)| w == s)
             && !concats
                 .iter()
@@ -363,5 +360,49 @@ fn own_large_outputs(
         if plain {
             planned[r] = false;
         }
+    }
+}
+
+/// The steps reading each root slot, ascending and without repeats, in one flat list: a list
+/// per slot would cost a million allocations on a million-node graph.
+pub(crate) struct Readers {
+    /// Slot `r`'s readers are `list[start[r]..start[r + 1]]`.
+    start: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Readers {
+    fn new(steps: &[crate::program::Step], root_of: &[u32], slots: usize) -> Self {
+        // Two passes over the same reads: count, then fill. `seen` drops a step's second read
+        // of a slot.
+        let reads = |f: &mut dyn FnMut(usize, u32)| {
+            let mut seen = vec![u32::MAX; slots];
+            for (si, st) in steps.iter().enumerate() {
+                for &s in st.inputs.iter().flatten() {
+                    let r = root_of[s as usize] as usize;
+                    if seen[r] != si as u32 {
+                        seen[r] = si as u32;
+                        f(r, si as u32);
+                    }
+                }
+            }
+        };
+        let mut start = vec![0u32; slots + 1];
+        reads(&mut |r, _| start[r + 1] += 1);
+        for i in 0..slots {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut list = vec![0u32; start[slots] as usize];
+        reads(&mut |r, si| {
+            list[fill[r] as usize] = si;
+            fill[r] += 1;
+        });
+        Readers { start, list }
+    }
+
+    /// The steps reading root slot `r`.
+    fn of(&self, r: usize) -> &[u32] {
+        &self.list[self.start[r] as usize..self.start[r + 1] as usize]
     }
 }

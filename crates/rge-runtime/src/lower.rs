@@ -749,21 +749,24 @@ pub fn effective_engine(op: &rge_ir::OpDesc) -> &str {
 /// Lowers graph `g` of `graph` into a program.
 pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> RuntimeResult<Program> {
     let order = rge_ops::topo_order(graph, g).map_err(|e| RuntimeError::Other(e.to_string()))?;
+    // Most nodes make one step and one slot: sized once, the tables of a million-node graph
+    // are never copied to grow (a copy holds both the old and the new table).
+    let n = order.len();
     let mut cx = Lowering {
         env,
         graph,
         subgraph: g != graph.root(),
-        slots: Vec::new(),
-        root_of: Vec::new(),
-        planned: Vec::new(),
-        rel: Vec::new(),
+        slots: Vec::with_capacity(n),
+        root_of: Vec::with_capacity(n),
+        planned: Vec::with_capacity(n),
+        rel: Vec::with_capacity(n),
         concats: Vec::new(),
-        slot_of: HashMap::new(),
-        steps: Vec::new(),
+        slot_of: HashMap::with_capacity(n),
+        steps: Vec::with_capacity(n),
         consts: Vec::new(),
         inputs: Vec::new(),
         outputs: Vec::new(),
-        eff: HashMap::new(),
+        eff: HashMap::with_capacity(n),
         views: 0,
         spaces: Vec::new(),
         flat: Default::default(),
