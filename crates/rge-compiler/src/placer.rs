@@ -281,23 +281,37 @@ const GE_ATTRS: [&str; 3] = [
 /// little as it can: attribute names are never copied, the attribute vector is sized once,
 /// and values already recorded (a re-placement) are left alone.
 pub fn record(graph: &mut ComputeGraph, placement: &Placement) {
+    // One shared text per engine and library: the ops' names point at them.
+    let shared = |names: &[String]| -> Vec<Arc<str>> {
+        names.iter().map(|s| Arc::from(s.as_str())).collect()
+    };
+    let (engines, libs) = (
+        shared(&placement.engine_names),
+        shared(&placement.kernel_libs),
+    );
     for &n in placement.nodes() {
-        let engine = placement.engine_name(placement.nodes[n].engine);
+        let e = placement.nodes[n].engine.index();
         let lib = placement.kernel_lib(n).expect("placed node");
+        let lib = if *libs[e] == *lib {
+            libs[e].clone()
+        } else {
+            Arc::from(lib)
+        };
         let Some(op) = graph.op_mut(n) else { continue };
-        record_in_place(op, engine, lib);
+        record_in_place(op, &engines[e], &lib);
     }
 }
 
 /// Records `engine` and `lib` on `op`, leaving values already there (most ops have none: the
 /// three attributes then go into one vector sized for them).
-fn record_in_place(op: &mut OpDesc, engine: &str, lib: &str) {
-    if op.engine_name() != engine {
-        op.set_engine_name(engine);
+fn record_in_place(op: &mut OpDesc, engine: &Arc<str>, lib: &Arc<str>) {
+    if op.engine_name() != &**engine {
+        op.set_engine_name_shared(engine);
     }
-    if op.kernel_lib_name() != lib {
-        op.set_kernel_lib_name(lib);
+    if op.kernel_lib_name() != &**lib {
+        op.set_kernel_lib_name_shared(lib);
     }
+    let (engine, lib): (&str, &str) = (engine, lib);
     let attrs = op.attrs_mut();
     let present = GE_ATTRS.iter().filter(|k| attrs.contains(k)).count();
     attrs.reserve(GE_ATTRS.len() - present);

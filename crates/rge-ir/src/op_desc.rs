@@ -3,6 +3,7 @@
 //! pipeline (id, stream, offsets, workspaces, engine). The seed's OpDesc/OpMetadata/IRMetaData.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::attr::{AttrMap, HasAttrs};
 use crate::error::{AnchorSide, IrError, Result};
@@ -83,13 +84,19 @@ pub struct CompileState {
 /// here directly; the bulky IR metadata and compile state have boxes of their own.
 #[derive(Debug, Clone, Default)]
 struct OpDescExt {
-    engine_name: String,
-    kernel_lib_name: String,
+    /// Shared texts (`None` for ""): placement gives every op of an engine the same one.
+    engine_name: Option<Arc<str>>,
+    kernel_lib_name: Option<Arc<str>>,
     stream_id: i64,
     /// Subgraph instance names by IR subgraph index; "" for an unset slot.
     subgraph_instances: Vec<String>,
     ir: Option<Box<IrMeta>>,
     compile: Option<Box<CompileState>>,
+}
+
+/// `text` as an engine or library name: `None` for "".
+fn shared_text(text: &str) -> Option<Arc<str>> {
+    (!text.is_empty()).then(|| Arc::from(text))
 }
 
 fn boxed_eq<T: PartialEq + Default>(a: &Option<Box<T>>, b: &Option<Box<T>>) -> bool {
@@ -476,16 +483,30 @@ impl OpDesc {
     }
     /// The engine placement chose (in memory only, as GE's SetOpEngineName).
     pub fn engine_name(&self) -> &str {
-        self.ext.as_ref().map_or("", |e| &e.engine_name)
+        self.ext
+            .as_ref()
+            .and_then(|e| e.engine_name.as_deref())
+            .unwrap_or("")
     }
-    pub fn set_engine_name(&mut self, name: impl Into<String>) {
-        self.ext_mut().engine_name = name.into();
+    pub fn set_engine_name(&mut self, name: impl AsRef<str>) {
+        self.ext_mut().engine_name = shared_text(name.as_ref());
+    }
+    /// Sets the engine name to a text shared with other ops (no allocation).
+    pub fn set_engine_name_shared(&mut self, name: &Arc<str>) {
+        self.ext_mut().engine_name = (!name.is_empty()).then(|| name.clone());
     }
     pub fn kernel_lib_name(&self) -> &str {
-        self.ext.as_ref().map_or("", |e| &e.kernel_lib_name)
+        self.ext
+            .as_ref()
+            .and_then(|e| e.kernel_lib_name.as_deref())
+            .unwrap_or("")
     }
-    pub fn set_kernel_lib_name(&mut self, name: impl Into<String>) {
-        self.ext_mut().kernel_lib_name = name.into();
+    pub fn set_kernel_lib_name(&mut self, name: impl AsRef<str>) {
+        self.ext_mut().kernel_lib_name = shared_text(name.as_ref());
+    }
+    /// Sets the kernel library name to a text shared with other ops (no allocation).
+    pub fn set_kernel_lib_name_shared(&mut self, name: &Arc<str>) {
+        self.ext_mut().kernel_lib_name = (!name.is_empty()).then(|| name.clone());
     }
 
     /// Subgraph instance names by subgraph index ("" = unset slot).

@@ -305,14 +305,19 @@ impl Session {
                 a.set(rge_engine::SKIP_PREPARE_ATTR, true);
             }
         }
-        let mut compiled = self.engines.compile(graph)?;
-        if let Some(a) = compiled.graph.graph_attrs_mut(compiled.graph.root()) {
+        // Lowering needs the graph and two counts: the rest of the compile's result (its
+        // per-node table, placement, partitions, streams) is dropped before lowering starts,
+        // not beside the program (about 250 MB for a million nodes).
+        let (mut graph, stream_count, event_count) = {
+            let compiled = self.engines.compile(graph)?;
+            (compiled.graph, compiled.stream_count, compiled.events.len())
+        };
+        if let Some(a) = graph.graph_attrs_mut(graph.root()) {
             a.remove(rge_engine::SKIP_PREPARE_ATTR);
         }
         // Lowering and memory planning, logged like the compile stages.
         let start = std::time::Instant::now();
-        let model =
-            self.model_from_compiled(compiled.graph, compiled.stream_count, compiled.events.len());
+        let model = self.model_from_compiled(graph, stream_count, event_count);
         if self.engines.options().verbose || rge_compiler::stages::log_enabled_by_env() {
             eprintln!(
                 "{}",

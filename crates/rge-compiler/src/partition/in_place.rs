@@ -166,6 +166,10 @@ impl PartitionPlan {
             }
         }
 
+        // What is left of the taken graphs (shells, End/PlaceHolder pairs) goes before the
+        // tables below are built: a million-node partition's node table is a quarter gigabyte.
+        drop(graphs);
+
         // Partitions in topological order, each in its own order.
         let mut ids = Vec::with_capacity(graph.node_count(root));
         let mut partition_of = SecondaryMap::with_capacity(graph.node_count(root));
@@ -186,7 +190,9 @@ impl PartitionPlan {
                 }
             }
         }
+        drop(inner);
         graph.set_node_order(root, &ids).map_err(ir)?;
+        drop(ids);
         restore_io_and_order(self, graph)?;
 
         let mut now = SecondaryMap::with_capacity(moved.len());
