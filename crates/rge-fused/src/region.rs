@@ -145,10 +145,11 @@ fn direct_operand(shape: &[usize], out: &[usize]) -> bool {
     s.len() <= out.len() && out[out.len() - s.len()..] == *s
 }
 
-/// Per node: what it computes when fusable, and the root of the region it joined (the root's
-/// rank; `NONE` before).
-type State = SecondaryMap<NodeId, (Option<Elem>, usize)>;
-const NONE: usize = usize::MAX;
+/// Per node: what it computes when fusable, the root of the region it joined (the root's
+/// rank; `NONE` before), and its own rank. One map, 32-bit ranks: a million-node partition
+/// keeps it beside the graph for the whole stage.
+type State = SecondaryMap<NodeId, (Option<Elem>, u32, u32)>;
+const NONE: u32 = u32::MAX;
 
 /// Finds every region of a graph in one pass over it, a batch of patches at a time: roots in
 /// reverse topological order, each region grown from its root over producers whose readers
@@ -159,7 +160,6 @@ const NONE: usize = usize::MAX;
 /// a million elementwise ops makes hundreds of thousands of patches, each with its new op).
 pub struct RegionFinder {
     order: Vec<NodeId>,
-    rank: SecondaryMap<NodeId, usize>,
     state: State,
     /// Roots `order[..left]` are still to look at.
     left: usize,
@@ -168,11 +168,10 @@ pub struct RegionFinder {
 impl RegionFinder {
     pub fn new(g: &ComputeGraph) -> Self {
         let order = topo(g);
-        let mut rank: SecondaryMap<NodeId, usize> = SecondaryMap::with_capacity(order.len());
         let mut state: State = SecondaryMap::with_capacity(order.len());
         for (i, &n) in order.iter().enumerate() {
-            rank.insert(n, i);
-            state.insert(n, (elem_of(g, n), NONE));
+            // Ranks fit 32 bits: a graph's node ids do.
+            state.insert(n, (elem_of(g, n), NONE, i as u32));
         }
         for &(n, _) in g.output_nodes(g.root()) {
             // A graph output stays materialized: it is never a region's inner node.
@@ -181,12 +180,7 @@ impl RegionFinder {
             }
         }
         let left = order.len();
-        RegionFinder {
-            order,
-            rank,
-            state,
-            left,
-        }
+        RegionFinder { order, state, left }
     }
 
     /// The next patches, at most `max` (empty when every region is found). `g` is the graph
@@ -197,9 +191,9 @@ impl RegionFinder {
         let mut work = Vec::new();
         while self.left > 0 && patches.len() < max {
             self.left -= 1;
-            let (r, root) = (self.left, self.order[self.left]);
+            let (r, root) = (self.left as u32, self.order[self.left]);
             let state = &mut self.state;
-            let (elem, joined) = state[root];
+            let (elem, joined, _) = state[root];
             if elem.is_none() || (joined != NONE && joined != NONE - 1) {
                 continue;
             }
@@ -218,7 +212,7 @@ impl RegionFinder {
                         continue;
                     };
                     match state.get(p.node) {
-                        Some((Some(_), NONE)) => {}
+                        Some((Some(_), NONE, _)) => {}
                         _ => continue,
                     }
                     let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
@@ -232,7 +226,7 @@ impl RegionFinder {
             let built = if members.len() < 2 {
                 None
             } else {
-                members.sort_by_key(|&n| self.rank[n]);
+                members.sort_by_key(|&n| state[n].2);
                 build(g, root, &members, state)?
             };
             match built {

@@ -489,7 +489,11 @@ impl OpDesc {
             .unwrap_or("")
     }
     pub fn set_engine_name(&mut self, name: impl AsRef<str>) {
-        self.ext_mut().engine_name = shared_text(name.as_ref());
+        let name = shared_text(name.as_ref());
+        // "" on an op without the extension box: nothing to allocate.
+        if name.is_some() || self.ext.is_some() {
+            self.ext_mut().engine_name = name;
+        }
     }
     /// Sets the engine name to a text shared with other ops (no allocation).
     pub fn set_engine_name_shared(&mut self, name: &Arc<str>) {
@@ -502,7 +506,10 @@ impl OpDesc {
             .unwrap_or("")
     }
     pub fn set_kernel_lib_name(&mut self, name: impl AsRef<str>) {
-        self.ext_mut().kernel_lib_name = shared_text(name.as_ref());
+        let name = shared_text(name.as_ref());
+        if name.is_some() || self.ext.is_some() {
+            self.ext_mut().kernel_lib_name = name;
+        }
     }
     /// Sets the kernel library name to a text shared with other ops (no allocation).
     pub fn set_kernel_lib_name_shared(&mut self, name: &Arc<str>) {
