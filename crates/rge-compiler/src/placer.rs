@@ -311,11 +311,10 @@ fn record_in_place(op: &mut OpDesc, engine: &Arc<str>, lib: &Arc<str>) {
     if op.kernel_lib_name() != &**lib {
         op.set_kernel_lib_name_shared(lib);
     }
-    let (engine, lib): (&str, &str) = (engine, lib);
     let attrs = op.attrs_mut();
     let present = GE_ATTRS.iter().filter(|k| attrs.contains(k)).count();
     attrs.reserve(GE_ATTRS.len() - present);
-    for (key, value) in GE_ATTRS.into_iter().zip([lib, engine, lib]) {
+    for (key, value) in GE_ATTRS.into_iter().zip([&**lib, &**engine, &**lib]) {
         if present == 0 || attrs.get_str(key) != Ok(Some(value)) {
             attrs.set_static(key, value);
         }

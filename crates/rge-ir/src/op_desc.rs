@@ -99,6 +99,11 @@ fn shared_text(text: &str) -> Option<Arc<str>> {
     (!text.is_empty()).then(|| Arc::from(text))
 }
 
+/// A shared engine or library name: `None` for "".
+fn shared_clone(text: &Arc<str>) -> Option<Arc<str>> {
+    (!text.is_empty()).then(|| text.clone())
+}
+
 fn boxed_eq<T: PartialEq + Default>(a: &Option<Box<T>>, b: &Option<Box<T>>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => a == b,
@@ -489,15 +494,11 @@ impl OpDesc {
             .unwrap_or("")
     }
     pub fn set_engine_name(&mut self, name: impl AsRef<str>) {
-        let name = shared_text(name.as_ref());
-        // "" on an op without the extension box: nothing to allocate.
-        if name.is_some() || self.ext.is_some() {
-            self.ext_mut().engine_name = name;
-        }
+        self.set_name_text(|e| &mut e.engine_name, shared_text(name.as_ref()));
     }
     /// Sets the engine name to a text shared with other ops (no allocation).
     pub fn set_engine_name_shared(&mut self, name: &Arc<str>) {
-        self.ext_mut().engine_name = (!name.is_empty()).then(|| name.clone());
+        self.set_name_text(|e| &mut e.engine_name, shared_clone(name));
     }
     pub fn kernel_lib_name(&self) -> &str {
         self.ext
@@ -506,14 +507,22 @@ impl OpDesc {
             .unwrap_or("")
     }
     pub fn set_kernel_lib_name(&mut self, name: impl AsRef<str>) {
-        let name = shared_text(name.as_ref());
-        if name.is_some() || self.ext.is_some() {
-            self.ext_mut().kernel_lib_name = name;
-        }
+        self.set_name_text(|e| &mut e.kernel_lib_name, shared_text(name.as_ref()));
     }
     /// Sets the kernel library name to a text shared with other ops (no allocation).
     pub fn set_kernel_lib_name_shared(&mut self, name: &Arc<str>) {
-        self.ext_mut().kernel_lib_name = (!name.is_empty()).then(|| name.clone());
+        self.set_name_text(|e| &mut e.kernel_lib_name, shared_clone(name));
+    }
+    /// Sets an engine or library name; "" on an op without the extension box allocates
+    /// nothing.
+    fn set_name_text(
+        &mut self,
+        field: fn(&mut OpDescExt) -> &mut Option<Arc<str>>,
+        text: Option<Arc<str>>,
+    ) {
+        if text.is_some() || self.ext.is_some() {
+            *field(self.ext_mut()) = text;
+        }
     }
 
     /// Subgraph instance names by subgraph index ("" = unset slot).

@@ -425,7 +425,6 @@ impl<'e> Lowering<'e> {
         }
         let kernel: Box<dyn Kernel> =
             (def.factory)(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
-        let kernel_name = def.name.clone();
         let engine_space = engine.memory_space();
         let out_spaces: Vec<u8> = (0..op.output_count())
             .map(|i| {
@@ -438,7 +437,7 @@ impl<'e> Lowering<'e> {
             })
             .collect();
         let in_place = kernel.reuse_input().or(def.in_place);
-        self.push_step(n, engine_name, kernel_name, kernel, &out_spaces, in_place)
+        self.push_step(n, engine_name, &def.name, kernel, &out_spaces, in_place)
     }
 
     /// The inputs of `n` that are constants of the program, as the kernel will see them (a
@@ -500,7 +499,7 @@ impl<'e> Lowering<'e> {
                 Box::new(crate::transfer::CopyKernel) as Box<dyn Kernel>,
             ),
         };
-        self.push_step(n, engine, name, kernel, &[space], None)
+        self.push_step(n, engine, &name, kernel, &[space], None)
     }
 
     /// The transfer kernel of the engine that owns transfer node `n`, when that engine
@@ -545,7 +544,7 @@ impl<'e> Lowering<'e> {
         &mut self,
         n: NodeId,
         engine_name: &str,
-        kernel_name: String,
+        kernel_name: &str,
         kernel: Box<dyn Kernel>,
         out_spaces: &[u8],
         in_place: Option<(usize, usize)>,
@@ -605,7 +604,7 @@ impl<'e> Lowering<'e> {
         }
         let engine = self.interned(engine_name);
         let op_type = self.interned(op.op_type());
-        let kernel_name = self.interned(&kernel_name);
+        let kernel_name = self.interned(kernel_name);
         let stream = u32::try_from(op.stream_id()).ok();
         let workspace = op
             .compile_state()
