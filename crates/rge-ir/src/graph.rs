@@ -497,6 +497,13 @@ impl ComputeGraph {
         self.nodes.get(n).map(|n| n.graph)
     }
 
+    /// Every node of every graph, in storage order rather than graph order: one sequential
+    /// sweep of the node table, for scans that do not care about order (following a graph's
+    /// order jumps around memory, which at a million nodes costs a cache miss per node).
+    pub fn nodes_unordered(&self) -> impl Iterator<Item = (NodeId, &Node)> + '_ {
+        self.nodes.iter()
+    }
+
     /// Node name for messages (`"<removed>"` for a stale handle).
     pub fn name_of(&self, n: NodeId) -> &str {
         self.nodes.get(n).map_or("<removed>", |n| n.name())

@@ -133,7 +133,7 @@ fn plan_all(
     options: &FoldOptions,
 ) -> (Vec<GraphPlan>, FoldReport) {
     let mut report = FoldReport::default();
-    if !options.enabled {
+    if !options.enabled || !has_sources(graph) {
         return (Vec::new(), report);
     }
     let builtin = builtin_kernels();
@@ -155,6 +155,16 @@ fn plan_all(
         }
     }
     (plans, report)
+}
+
+/// Whether any node could start a fold: the first node folded (in graph order) reads only
+/// const sources, and both it and they have no linked data input. So when every such node is
+/// a graph input, nothing folds, and one sweep of the node table says so without the
+/// planner's sort and walk.
+fn has_sources(graph: &ComputeGraph) -> bool {
+    graph.nodes_unordered().any(|(_, node)| {
+        !op_types::is_data(node.op().op_type()) && node.input_peers().iter().all(Option::is_none)
+    })
 }
 
 struct Planner<'a> {

@@ -470,7 +470,11 @@ fn main() -> ExitCode {
             output,
             shapes,
             engines,
-        } => cli::compile::run_with_shapes(&model, &output, &engines.args(), &shapes),
+        } => {
+            #[cfg(feature = "mimalloc")]
+            allocator::tune_for_compile();
+            cli::compile::run_with_shapes(&model, &output, &engines.args(), &shapes)
+        }
         Command::Conformance {
             dir,
             filter,

@@ -284,6 +284,9 @@ impl OptPass for AttentionFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["Softmax"])
+    }
     fn makes(&self) -> &'static [&'static str] {
         &["Attention"]
     }

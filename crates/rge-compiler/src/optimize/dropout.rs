@@ -37,6 +37,9 @@ impl OptPass for DropoutRemoval {
     fn level(&self) -> OptLevel {
         OptLevel::Basic
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["Dropout"])
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in super::util::root_nodes(g) {

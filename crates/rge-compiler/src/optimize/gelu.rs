@@ -142,6 +142,9 @@ impl OptPass for GeluFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["Erf", "Tanh"])
+    }
     fn makes(&self) -> &'static [&'static str] {
         &["Gelu"]
     }

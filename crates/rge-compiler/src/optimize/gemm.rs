@@ -35,6 +35,9 @@ impl OptPass for GemmFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["MatMul"])
+    }
     fn makes(&self) -> &'static [&'static str] {
         &["Gemm"]
     }

@@ -29,6 +29,9 @@ impl OptPass for IdentityRemoval {
     fn level(&self) -> OptLevel {
         OptLevel::Basic
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["Identity"])
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut n_done = 0;
         for n in root_nodes(g) {

@@ -163,6 +163,9 @@ impl OptPass for LayerNormFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["ReduceMean"])
+    }
     fn makes(&self) -> &'static [&'static str] {
         &["LayerNormalization"]
     }

@@ -25,6 +25,7 @@ mod silu;
 mod transpose;
 pub mod util;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,12 @@ pub trait OptPass: Send + Sync {
     /// when no engine in use has a kernel for one of them.
     fn makes(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// Op types one of which every rewrite of this pass starts from (`None`: no such list).
+    /// The pass is skipped while the graph has none of them: one that finds nothing to do
+    /// still visits every node, a cache miss each on a graph of a million nodes.
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        None
     }
     /// Rewrites `graph`; returns how many rewrites it made. An error names the node at fault;
     /// the graph is then left as the last applied rewrite made it (every rewrite is whole).
@@ -191,6 +198,23 @@ pub fn check_disabled(passes: &[Arc<dyn OptPass>], settings: &OptSettings) -> Re
     Ok(())
 }
 
+/// The op types of every node of `graph`, in one sweep of its node table.
+fn op_types_of(graph: &ComputeGraph) -> HashSet<Box<str>> {
+    let mut types: HashSet<Box<str>> = HashSet::new();
+    let mut last = "";
+    for (_, node) in graph.nodes_unordered() {
+        // Runs of one type are common (nodes are stored roughly in the order they were made).
+        let t = node.op().op_type();
+        if t != last {
+            if !types.contains(t) {
+                types.insert(t.into());
+            }
+            last = t;
+        }
+    }
+    types
+}
+
 /// Runs the enabled passes of `phase` over `graph` in rounds until a round changes nothing;
 /// returns one report per enabled pass. A pass making an op type `supports` says no engine
 /// runs is skipped. Logs each with `log`.
@@ -218,6 +242,7 @@ pub fn run_passes(
             elapsed: Duration::ZERO,
         })
         .collect();
+    let mut types = op_types_of(graph);
     for round in 0..MAX_ROUNDS {
         let mut changed = false;
         for (p, r) in enabled.iter().zip(reports.iter_mut()) {
@@ -225,6 +250,11 @@ pub fn run_passes(
             if round == 0 {
                 r.nodes_before = before;
                 r.nodes_after = before;
+            }
+            if p.starts_from()
+                .is_some_and(|s| !s.iter().any(|t| types.contains(*t)))
+            {
+                continue;
             }
             let start = Instant::now();
             let n = p
@@ -234,6 +264,9 @@ pub fn run_passes(
             r.rewrites += n;
             // What this pass added or removed, over every round.
             r.nodes_after = (r.nodes_after + graph.node_count(graph.root())).saturating_sub(before);
+            if n > 0 {
+                types = op_types_of(graph);
+            }
             changed |= n > 0;
         }
         if !changed {
@@ -251,6 +284,69 @@ pub fn run_passes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Renames every `From` op to `To` (one rewrite each), or counts its runs.
+    struct Retype {
+        name: &'static str,
+        from: Option<&'static [&'static str]>,
+        runs: std::sync::atomic::AtomicUsize,
+    }
+
+    impl OptPass for Retype {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn level(&self) -> OptLevel {
+            OptLevel::Basic
+        }
+        fn starts_from(&self) -> Option<&'static [&'static str]> {
+            self.from
+        }
+        fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
+            self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let from: Vec<_> = g
+                .nodes_of(g.root())
+                .filter(|&n| g.op(n).is_some_and(|o| o.op_type() == "From"))
+                .collect();
+            for &n in &from {
+                let op = g.op_mut(n).ok_or("stale node")?;
+                *op = rge_ir::OpDesc::new(op.name(), "To");
+            }
+            Ok(from.len())
+        }
+    }
+
+    fn retype(name: &'static str, from: Option<&'static [&'static str]>) -> Arc<Retype> {
+        Arc::new(Retype {
+            name,
+            from,
+            runs: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_pass_runs_only_while_the_graph_has_an_op_it_starts_from() {
+        let mut g = ComputeGraph::new("g");
+        g.add_root_node(rge_ir::OpDesc::new("a", "From")).unwrap();
+        let absent = retype("absent", Some(&["Missing"]));
+        let before = retype("waits_for_to", Some(&["To"]));
+        let maker = retype("makes_to", None);
+        let after = retype("reads_to", Some(&["To"]));
+        let passes: Vec<Arc<dyn OptPass>> =
+            vec![absent.clone(), before.clone(), maker.clone(), after.clone()];
+        let settings = OptSettings::default();
+        let reports =
+            run_passes(&mut g, &passes, &settings, Phase::Early, &|_| true, false).unwrap();
+        let runs = |p: &Retype| p.runs.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(runs(&absent), 0, "no Missing op: skipped every round");
+        // Round 1: `To` appears only when `makes_to` has run, so `reads_to` runs right after
+        // it; round 2 (the first changed something): both `To` readers run; nothing changes.
+        assert_eq!(runs(&maker), 2);
+        assert_eq!(runs(&before), 1);
+        assert_eq!(runs(&after), 2);
+        assert_eq!(reports[2].rewrites, 1);
+        assert_eq!(reports[0].rewrites, 0);
+    }
 
     #[test]
     fn levels_parse_and_order() {

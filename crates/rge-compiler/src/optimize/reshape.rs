@@ -116,6 +116,9 @@ impl OptPass for ReshapeCancellation {
     fn level(&self) -> OptLevel {
         OptLevel::Basic
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(SHAPE_OPS)
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in root_nodes(g) {

@@ -21,6 +21,9 @@ impl OptPass for SiluFusion {
     fn level(&self) -> OptLevel {
         OptLevel::All
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["Sigmoid"])
+    }
     fn makes(&self) -> &'static [&'static str] {
         &["Swish"]
     }

@@ -225,6 +225,9 @@ impl OptPass for TransposeCancellation {
     fn level(&self) -> OptLevel {
         OptLevel::Basic
     }
+    fn starts_from(&self) -> Option<&'static [&'static str]> {
+        Some(&["Transpose"])
+    }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for n in root_nodes(g) {

@@ -170,6 +170,10 @@ impl<'p> Importer<'p> {
             &gp.name
         };
         self.g = ComputeGraph::new(name);
+        // One allocation for the root's nodes: growing the node table by doubling copies it
+        // into fresh pages each time, a tenth of a large import's time.
+        self.g
+            .reserve_nodes(gp.node.len() + gp.input.len() + gp.initializer.len() + 1);
         self.graph_names.claim(name);
         let root = self.g.root();
         let attrs = self.g.graph_attrs_mut(root).expect("root exists");

@@ -79,6 +79,9 @@ unsafe fn unmap_all(blocks: &Evicted) -> usize {
 /// of its own to the kernel, and `mremap` refuses a range over two. Advice only: a failure
 /// changes nothing but speed.
 fn advise_huge(ptr: *mut u8, len: usize) {
+    if !super::huge_pages() {
+        return;
+    }
     // SAFETY: the range is a whole mapping this module made (page aligned);
     // MADV_HUGEPAGE changes how its pages are backed, never their contents.
     unsafe {
@@ -156,4 +159,61 @@ pub(super) unsafe fn remap(ptr: *mut u8, old: usize, new: usize) -> *mut u8 {
     }
     advise_huge(p.cast(), map_len(new));
     p.cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `VmFlags` of the mapping holding `p`, from /proc/self/smaps.
+    fn vm_flags(p: *mut u8) -> String {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let addr = p as usize;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'));
+            // A mapping's header starts with its range; its fields start with a name.
+            if let Some((a, b)) = range {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    inside = (a..b).contains(&addr);
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(f) = line.strip_prefix("VmFlags:") {
+                    return f.to_string();
+                }
+            }
+        }
+        panic!("no mapping holds {p:?}")
+    }
+
+    #[test]
+    fn new_mappings_ask_for_huge_pages_until_the_process_is_tuned_for_compiling() {
+        // mimalloc 3's purge delay (option 15) is 1000 ms unless tuned: another option at this
+        // index would have another value.
+        // SAFETY: reading an option has no preconditions.
+        let delay = unsafe { libmimalloc_sys::mi_option_get(super::super::MI_OPTION_PURGE_DELAY) };
+        assert!(delay == 1000 || delay == -1, "purge delay {delay}");
+        let size = 5 << 20;
+        let before = map(size);
+        assert!(!before.is_null());
+        assert!(vm_flags(before).contains(" hg"), "{}", vm_flags(before));
+        super::super::tune_for_compile();
+        // SAFETY: as above.
+        let delay = unsafe { libmimalloc_sys::mi_option_get(super::super::MI_OPTION_PURGE_DELAY) };
+        assert_eq!(delay, -1, "freed memory stays with the process");
+        let after = map(size);
+        assert!(!after.is_null());
+        assert!(!vm_flags(after).contains(" hg"), "{}", vm_flags(after));
+        // SAFETY: both are whole mappings `map(size)` made, used by nothing else.
+        unsafe {
+            unmap(before, size);
+            unmap(after, size);
+        }
+    }
 }
