@@ -65,8 +65,8 @@ fn compared_attrs(op: &OpDesc) -> impl Iterator<Item = (&str, &AttrValue)> {
     op.attrs().iter().filter(|(k, _)| !k.starts_with('_'))
 }
 
-/// A hash of what makes two nodes compute the same values (`None`: never merged). Equal nodes
-/// hash equal; [`same_values`] settles collisions. Hashing the parts directly, with no key
+/// A hash of the op and the values it reads (`None`: never merged). Equal nodes hash equal;
+/// [`same_values`] settles collisions and compares the rest. Hashing the parts directly, with no key
 /// string, keeps the pass linear and cheap on graphs of 100k nodes.
 fn signature(
     g: &ComputeGraph,
@@ -99,9 +99,9 @@ fn signature(
         node.input_peers(),
     )
         .hash(&mut h);
-    // Attribute names only: values are compared by `same_values` (floats have no hash).
-    compared_attrs(op).for_each(|(k, _)| k.hash(&mut h));
-    op.outputs().iter().for_each(|d| d.dtype().hash(&mut h));
+    // Attributes and output types are left to `same_values`: nodes that read the same values
+    // with the same op rarely differ in them, and reading them would cost two cache misses per
+    // node (both live behind pointers) on graphs too large for the cache.
     Some(h.finish())
 }
 
@@ -147,7 +147,7 @@ impl OptPass for CommonSubexpressions {
         let graph_inputs: HashSet<NodeId> = g.input_nodes(g.root()).iter().copied().collect();
         // Signature → the kept nodes with it (more than one only on a hash collision or equal
         // signatures with different attribute values).
-        let mut seen: HashMap<u64, SmallVec<[NodeId; 1]>> = HashMap::new();
+        let mut seen: HashMap<u64, SmallVec<[NodeId; 1]>> = HashMap::with_capacity(order.len());
         // Signatures only bucket nodes (`same_values` decides), so any hash will do: a fast one.
         let hasher = DefaultHashBuilder::default();
         let mut done = 0;
