@@ -85,7 +85,7 @@ pub fn stage_log_line(name: &str, elapsed: Duration) -> String {
 
 /// Resident and peak resident bytes of this process (`VmRSS`, `VmHWM`), where
 /// `/proc/self/status` has them.
-fn process_memory() -> Option<(u64, u64)> {
+pub fn process_memory() -> Option<(u64, u64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let field = |key: &str| -> Option<u64> {
         let line = status.lines().find(|l| l.starts_with(key))?;

@@ -39,7 +39,7 @@ pub use model::Model;
 pub use plan::MemoryPlan;
 pub use profile::Profiler;
 pub use program::Program;
-pub use saved::{is_compiled_model, save_model};
+pub use saved::{is_compiled_model, save_model, save_model_into};
 pub use session::{Session, SessionOptions};
 pub use shape_cache::{ShapeSpecializedModel, DEFAULT_SHAPE_CACHE_CAPACITY};
 pub use single_op::{OpSpec, SingleOp};

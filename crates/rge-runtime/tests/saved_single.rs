@@ -32,6 +32,15 @@ fn saved_model_loads_and_gives_the_same_outputs() {
         let path = tmp(&format!("{name}.om"));
         save_model(&built, &path).unwrap();
         assert!(rge_runtime::is_compiled_model(&path));
+        // Saving a model the caller is done with (its steps dropped first, the writer given
+        // the headroom under the peak) writes the same file.
+        let into = tmp(&format!("{name}-into.om"));
+        rge_runtime::save_model_into(s.compile_graph(to_graph(&m)).unwrap(), &into).unwrap();
+        assert!(
+            std::fs::read(&into).unwrap() == std::fs::read(&path).unwrap(),
+            "{name}: save_model_into wrote other bytes"
+        );
+        let _ = std::fs::remove_file(&into);
         let loaded = s.load_model(&path).unwrap();
         assert_eq!(loaded.plan(), built.plan());
         for kind in ExecutorKind::ALL {

@@ -38,7 +38,7 @@ use rge_ir::{AttrMap, ComputeGraph};
 
 pub use desc::MAX_DATALESS_TENSOR_BYTES;
 pub use error::{GeError, MAX_MODEL_BYTES};
-pub use stream::GeModelRef;
+pub use stream::{GeModelRef, DEFAULT_KEEP_BYTES};
 pub use weights::ExternalWeight;
 
 use crate::ge_proto::ModelDef;

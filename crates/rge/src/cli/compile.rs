@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rge_runtime::{save_model, ExecutorKind};
+use rge_runtime::{save_model, save_model_into, ExecutorKind};
 
 use super::{CliError, CliResult};
 use crate::engines::EngineArgs;
@@ -36,11 +36,8 @@ pub fn run_with_shapes(
     let start = std::time::Instant::now();
     let m = super::shape_args::build_once(&s, input, shapes)?;
     timed("total_build", start);
-    let start = std::time::Instant::now();
-    save_model(&m, output).map_err(|e| CliError::new(e.to_string()))?;
-    timed("save", start);
     let plan = m.plan();
-    Ok(format!(
+    let summary = format!(
         "{} -> {}: {} steps, {} streams, {} events, arena {} bytes (lower bound {}, {} in place, {} views)\n",
         input.display(),
         output.display(),
@@ -51,5 +48,13 @@ pub fn run_with_shapes(
         plan.lower_bound,
         plan.in_place,
         plan.views
-    ))
+    );
+    let start = std::time::Instant::now();
+    let saved = match std::sync::Arc::try_unwrap(m) {
+        Ok(m) => save_model_into(m, output),
+        Err(shared) => save_model(&shared, output),
+    };
+    saved.map_err(|e| CliError::new(e.to_string()))?;
+    timed("save", start);
+    Ok(summary)
 }
