@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use smallvec::SmallVec;
 
 use rge_ir::{attr_names, op_types, AttrValue, ComputeGraph, GraphId, NodeId, TensorDesc};
@@ -221,6 +221,9 @@ impl<'e> Lowering<'e> {
             return;
         };
         let mut e: SmallVec<[u32; 2]> = SmallVec::new();
+        // Past a few entries, a set answers "seen?": a NetOutput reading a hundred thousand
+        // values made this quadratic (1.4 s of a million-node compile).
+        let mut seen: Option<HashSet<u32>> = None;
         for p in node
             .input_peers()
             .iter()
@@ -229,7 +232,12 @@ impl<'e> Lowering<'e> {
         {
             if let Some(v) = self.eff.get(&p.node) {
                 for &s in v {
-                    if !e.contains(&s) {
+                    let new = match &mut seen {
+                        Some(set) => set.insert(s),
+                        None if e.len() < 32 => !e.contains(&s),
+                        None => seen.insert(e.iter().copied().collect()).insert(s),
+                    };
+                    if new {
                         e.push(s);
                     }
                 }

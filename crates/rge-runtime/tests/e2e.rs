@@ -433,3 +433,40 @@ fn a_large_output_listed_twice_is_moved_once_and_cloned() {
     assert_eq!(floats(&outs[0]), relu);
     assert_eq!(floats(&outs[1]), relu);
 }
+
+/// A graph output list of hundreds of values, each from its own step, with several of them
+/// listed more than once: the NetOutput's dependencies past a few dozen are kept in a set
+/// (they were a quadratic scan), in order and each once, and every executor returns each value.
+#[test]
+fn a_netoutput_reading_hundreds_of_values_runs() {
+    let n = 300;
+    let mut nodes = Vec::new();
+    let mut outs = Vec::new();
+    for i in 0..n {
+        nodes.push(node(
+            "Add",
+            &format!("add{i}"),
+            &["x", &format!("c{}", i % 7)],
+            &[&format!("y{i}")],
+        ));
+        outs.push(vi(&format!("y{i}"), F32, Some(&[1])));
+    }
+    // The same values again: a NetOutput input may repeat a producer.
+    for i in 0..40 {
+        outs.push(vi(&format!("y{i}"), F32, Some(&[1])));
+    }
+    let consts = (0..7)
+        .map(|k| f32_tensor(&format!("c{k}"), &[1], &[k as f32]))
+        .collect();
+    let m = model(
+        graph("wide", nodes, vec![vi("x", F32, Some(&[1]))], outs, consts),
+        17,
+    );
+    let want: Vec<f32> = (0..n).chain(0..40).map(|i| 2.0 + (i % 7) as f32).collect();
+    for kind in ExecutorKind::ALL {
+        let built = session(kind).compile_graph(to_graph(&m)).unwrap();
+        let got = built.run(&[tensor(&[1], vec![2.0])]).unwrap();
+        let got: Vec<f32> = got.iter().flat_map(floats).collect();
+        assert_eq!(got, want, "{kind}");
+    }
+}
