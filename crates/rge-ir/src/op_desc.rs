@@ -488,10 +488,7 @@ impl OpDesc {
     }
     /// The engine placement chose (in memory only, as GE's SetOpEngineName).
     pub fn engine_name(&self) -> &str {
-        self.ext
-            .as_ref()
-            .and_then(|e| e.engine_name.as_deref())
-            .unwrap_or("")
+        self.name_text(|e| &e.engine_name)
     }
     pub fn set_engine_name(&mut self, name: impl AsRef<str>) {
         self.set_name_text(|e| &mut e.engine_name, shared_text(name.as_ref()));
@@ -501,10 +498,7 @@ impl OpDesc {
         self.set_name_text(|e| &mut e.engine_name, shared_clone(name));
     }
     pub fn kernel_lib_name(&self) -> &str {
-        self.ext
-            .as_ref()
-            .and_then(|e| e.kernel_lib_name.as_deref())
-            .unwrap_or("")
+        self.name_text(|e| &e.kernel_lib_name)
     }
     pub fn set_kernel_lib_name(&mut self, name: impl AsRef<str>) {
         self.set_name_text(|e| &mut e.kernel_lib_name, shared_text(name.as_ref()));
@@ -512,6 +506,13 @@ impl OpDesc {
     /// Sets the kernel library name to a text shared with other ops (no allocation).
     pub fn set_kernel_lib_name_shared(&mut self, name: &Arc<str>) {
         self.set_name_text(|e| &mut e.kernel_lib_name, shared_clone(name));
+    }
+    /// An engine or library name ("" when unset).
+    fn name_text(&self, field: fn(&OpDescExt) -> &Option<Arc<str>>) -> &str {
+        self.ext
+            .as_deref()
+            .and_then(|e| field(e).as_deref())
+            .unwrap_or("")
     }
     /// Sets an engine or library name; "" on an op without the extension box allocates
     /// nothing.

@@ -33,7 +33,8 @@ fn weight_bytes(m: &Model) -> i64 {
 
 /// Writes `model` to `path` (GE ModelDef binary).
 pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
-    save_keeping(model, path, None)
+    let recorded = kernels_recorded(model.graph(), model.program());
+    save_keeping(model, path, None, recorded)
 }
 
 /// [`save_model`] for a model the caller is done with (what `rge compile` does). Its lowered
@@ -45,7 +46,8 @@ pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
 pub fn save_model_into(mut model: Model, path: &Path) -> RuntimeResult<()> {
     // Without the steps, the kernels recorded on the nodes are what is written: only drop
     // them when the nodes record the same.
-    if kernels_recorded(model.graph(), model.program()) {
+    let recorded = kernels_recorded(model.graph(), model.program());
+    if recorded {
         if let Some(p) = Arc::get_mut(&mut model.program) {
             p.steps = Vec::new();
         }
@@ -53,15 +55,21 @@ pub fn save_model_into(mut model: Model, path: &Path) -> RuntimeResult<()> {
     let headroom = rge_compiler::stages::process_memory()
         .map(|(rss, peak)| usize::try_from(peak.saturating_sub(rss)).unwrap_or(usize::MAX));
     let keep = headroom.map(|h| h.saturating_sub(KEEP_MARGIN).max(DEFAULT_KEEP_BYTES));
-    save_keeping(&model, path, keep)
+    save_keeping(&model, path, keep, recorded)
 }
 
 /// What [`save_model_into`] leaves of the headroom: the write buffer, one window of ops
 /// encoded again, and allocator slack.
 const KEEP_MARGIN: usize = 32 << 20;
 
-/// Writes `model`, keeping up to `keep_bytes` of encoded ops in memory (`None`: the default).
-fn save_keeping(model: &Model, path: &Path, keep_bytes: Option<usize>) -> RuntimeResult<()> {
+/// Writes `model`, keeping up to `keep_bytes` of encoded ops in memory (`None`: the default);
+/// `recorded`: its nodes record the kernels its steps run ([`kernels_recorded`]).
+fn save_keeping(
+    model: &Model,
+    path: &Path,
+    keep_bytes: Option<usize>,
+    recorded: bool,
+) -> RuntimeResult<()> {
     if crate::release::weights_released(model.graph()) {
         return Err(RuntimeError::file(
             path.display(),
@@ -72,7 +80,7 @@ fn save_keeping(model: &Model, path: &Path, keep_bytes: Option<usize>) -> Runtim
     // Compiles record each node's kernel; models compiled before that get them from the
     // program, on a copy. Otherwise the graph is written as it is, op by op, never copied.
     let copy;
-    let graph = if kernels_recorded(model.graph(), model.program()) {
+    let graph = if recorded {
         model.graph()
     } else {
         let mut g = model.graph().clone();
