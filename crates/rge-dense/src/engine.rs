@@ -1,6 +1,7 @@
 //! The `dense` engine (the seed's AIcoreEngine, cost 1): its attributes, kernel definitions
 //! and optimizer. It claims f32 MatMul, Gemm, 1-D/2-D Conv, 1-D/2-D/3-D ConvTranspose, Einsum's
-//! GEMM patterns (every padding mode, groups, depthwise, dilations) and the forms its optimizer
+//! GEMM patterns (every padding mode, groups, depthwise, dilations), f32 Attention (its heads'
+//! GEMMs and softmax; KV caches stay on `cpu`) and the forms its optimizer
 //! makes (`ai.rge` FusedConv and FusedMatMul; in channels-last regions FusedConvNhwc,
 //! MaxPoolNhwc and AveragePoolNhwc); everything else falls to the next engine by cost (`cpu`,
 //! the reference).
@@ -12,7 +13,7 @@ use rge_ir::OpDesc;
 use rge_kernels::{DType, KernelDef, KernelSet, PortDef, TypeSet};
 
 use crate::fuse::{DenseFusion, RGE_DOMAIN};
-use crate::{conv_transpose, einsum, kernels};
+use crate::{attention, conv_transpose, einsum, kernels};
 
 /// The engine's name.
 pub const DENSE: &str = "dense";
@@ -172,6 +173,17 @@ pub fn kernel_set() -> KernelSet {
             .outputs(ports(outputs)),
         );
     }
+    // Attention: Q, K, V (f32), attn_mask (bool or additive f32); the check keeps KV caches,
+    // grouped heads and the extra outputs on cpu.
+    let mut attention_inputs = ports(3);
+    attention_inputs.push(PortDef::types(TypeSet::of(&[DType::Float, DType::Bool])));
+    set.add(
+        KernelDef::new("dense.Attention", "Attention", attention::create_attention)
+            .opsets(23, i64::MAX)
+            .inputs(attention_inputs)
+            .outputs(ports(1))
+            .with_check(attention::check_attention),
+    );
     set.add(
         KernelDef::new("dense.FusedMatMul", "FusedMatMul", kernels::create_matmul)
             .with_prepare(kernels::prepare_matmul)

@@ -7,6 +7,7 @@ compile_error!(
     "rge-dense's packed-operand format is little-endian; big-endian targets are not supported"
 );
 
+pub mod attention;
 pub mod conv_nhwc;
 pub mod conv_transpose;
 pub mod depthwise;

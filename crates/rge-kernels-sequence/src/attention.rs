@@ -4,10 +4,13 @@
 //! the optional QK output. Values are rounded to the input type at the same points as the
 //! ONNX reference so float16 / bfloat16 results match it.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
 
 use crate::attention_bias::{BiasSpec, Mask};
+use crate::attention_fast::HeadMath;
 use crate::common::{
     float_dtype_attr, gemm, read, read_ints, ref_sum, rounder, sums_round_each_step, want_float,
     write, Acc, Gemm, Round,
@@ -25,25 +28,39 @@ pub struct Attention {
     mode: i64,
     left: i64,
     right: i64,
-    /// Take the f32 fast path where it applies ([`crate::attention_fast`]).
-    fast: bool,
+    /// The f32 fast path's per-head arithmetic, taken where the path applies
+    /// ([`crate::attention_fast`]); None keeps every call on the general kernel.
+    fast: Option<Arc<dyn HeadMath>>,
 }
 
 /// Builds an Attention kernel with the f32 fast path off (what the fast path is tested
 /// against).
 #[cfg(test)]
 pub(crate) fn general(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    let mut k = build(init)?;
-    k.fast = false;
-    Ok(Box::new(k))
+    Ok(Box::new(build(init, None)?))
 }
 
-/// Builds an Attention kernel.
+/// Builds an Attention kernel (the `cpu` engine's: its fast path on [`PortableHeads`]).
+///
+/// [`PortableHeads`]: crate::attention_fast::PortableHeads
 pub fn attention(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
-    Ok(Box::new(build(init)?))
+    Ok(Box::new(build(
+        init,
+        Some(crate::attention_fast::portable()),
+    )?))
 }
 
-fn build(init: &KernelInit<'_>) -> KernelResult<Attention> {
+/// Builds an Attention kernel whose f32 fast path runs each head with `heads` (another
+/// engine's GEMM and vector code); every other call runs the general kernel, as in
+/// [`attention`].
+pub fn attention_with(
+    init: &KernelInit<'_>,
+    heads: Arc<dyn HeadMath>,
+) -> KernelResult<Box<dyn Kernel>> {
+    Ok(Box::new(build(init, Some(heads))?))
+}
+
+fn build(init: &KernelInit<'_>, fast: Option<Arc<dyn HeadMath>>) -> KernelResult<Attention> {
     let mode = init.int_or("qk_matmul_output_mode", 0)?;
     if !(0..=3).contains(&mode) {
         return Err(KernelError::attr(
@@ -79,7 +96,7 @@ fn build(init: &KernelInit<'_>) -> KernelResult<Attention> {
         mode,
         left,
         right,
-        fast: true,
+        fast,
     })
 }
 
@@ -517,14 +534,17 @@ fn concat_seq<F: Copy>(past: &[F], cur: &[F], n: usize, a: usize, c: usize, d: u
 impl Kernel for Attention {
     fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
         let softmax_f32 = matches!(self.softmax_precision, None | Some(DType::Float));
-        if self.fast && crate::attention_fast::applies(ctx, self.softcap, softmax_f32) {
+        let fast = self.fast.as_deref();
+        if let Some(math) =
+            fast.filter(|_| crate::attention_fast::applies(ctx, self.softcap, softmax_f32))
+        {
             let spec = crate::attention_fast::FastSpec {
                 scale: self.scale,
                 is_causal: self.is_causal,
                 left: self.left,
                 right: self.right,
             };
-            return crate::attention_fast::run(spec, ctx);
+            return crate::attention_fast::run(spec, ctx, math);
         }
         let mut wide = self.softmax_precision == Some(DType::Double);
         for i in 0..3 {
@@ -557,7 +577,7 @@ mod tests {
             mode: 0,
             left: -1,
             right: -1,
-            fast: false,
+            fast: None,
         }
     }
 
@@ -692,7 +712,7 @@ mod threaded_tests {
             mode: 2,
             left: -1,
             right: -1,
-            fast: true,
+            fast: Some(crate::attention_fast::portable()),
         };
         let mk = |s: &[usize], seed: usize| {
             let n: usize = s.iter().product();

@@ -5,12 +5,143 @@
 //! The general kernel ([`crate::attention`]) rounds at every step as the ONNX reference does
 //! and copies its inputs into head layout; this path gives the same values in f32 to within
 //! summation order (checked against it by property tests below).
+//!
+//! The three per-head steps are a [`HeadMath`]: the `cpu` engine's is [`PortableHeads`]
+//! (the `matrixmultiply` crate and scalar code); an engine with faster GEMMs and vector code
+//! (the `dense` engine) passes its own to [`crate::attention_with`] and keeps the masks, the
+//! threading and the general kernel's fallback of this crate.
+
+use std::sync::Arc;
 
 use rayon::prelude::*;
-use rge_kernels::{DType, KernelCtx, KernelResult};
+use rge_kernels::{DType, KernelCtx, KernelError, KernelResult};
 
 use crate::attention_bias::{BiasSpec, Mask};
 use crate::common::{rounder, Round};
+
+/// The per-head arithmetic of the f32 path. Matrices are row-major and contiguous.
+pub trait HeadMath: Send + Sync + std::fmt::Debug {
+    /// `p = scale · q · kᵀ`: `q` is lq×d, `k` is lk×d, `p` is lq×lk.
+    #[allow(clippy::too_many_arguments)]
+    fn scores(
+        &self,
+        lq: usize,
+        lk: usize,
+        d: usize,
+        scale: f32,
+        q: &[f32],
+        k: &[f32],
+        p: &mut [f32],
+    ) -> KernelResult<()>;
+    /// The softmax of `row + bias` (of `row` when `bias` is None) in place. A row holding a
+    /// NaN becomes all NaN; a row of −∞ becomes zeros.
+    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>);
+    /// `y = p · v`: `p` is lq×lk, `v` is lk×dv, `y` is lq×dv.
+    #[allow(clippy::too_many_arguments)]
+    fn weighted(
+        &self,
+        lq: usize,
+        lk: usize,
+        dv: usize,
+        p: &[f32],
+        v: &[f32],
+        y: &mut [f32],
+    ) -> KernelResult<()>;
+}
+
+/// The `cpu` engine's [`HeadMath`]: `matrixmultiply`'s GEMM and a scalar softmax.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PortableHeads;
+
+impl HeadMath for PortableHeads {
+    fn scores(
+        &self,
+        lq: usize,
+        lk: usize,
+        d: usize,
+        scale: f32,
+        q: &[f32],
+        k: &[f32],
+        p: &mut [f32],
+    ) -> KernelResult<()> {
+        if q.len() < lq * d || k.len() < lk * d || p.len() < lq * lk {
+            return Err(KernelError::invalid("attention scores: operands too short"));
+        }
+        // SAFETY: q is lq×d row-major, k is lk×d row-major (read as its transpose, d×lk,
+        // with strides (1, d)), p is lq×lk row-major: every index the GEMM touches lies inside
+        // its slice (checked above), and p does not alias q or k (a unique borrow).
+        unsafe {
+            matrixmultiply::sgemm(
+                lq,
+                d,
+                lk,
+                scale,
+                q.as_ptr(),
+                d as isize,
+                1,
+                k.as_ptr(),
+                1,
+                d as isize,
+                0.0,
+                p.as_mut_ptr(),
+                lk as isize,
+                1,
+            );
+        }
+        Ok(())
+    }
+
+    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) {
+        if let Some(b) = bias {
+            for (x, &bv) in row.iter_mut().zip(b) {
+                *x += bv;
+            }
+        }
+        softmax_row(row, false);
+    }
+
+    fn weighted(
+        &self,
+        lq: usize,
+        lk: usize,
+        dv: usize,
+        p: &[f32],
+        v: &[f32],
+        y: &mut [f32],
+    ) -> KernelResult<()> {
+        if p.len() < lq * lk || v.len() < lk * dv || y.len() < lq * dv {
+            return Err(KernelError::invalid(
+                "attention weighted sum: operands too short",
+            ));
+        }
+        // SAFETY: p is lq×lk, v is lk×dv, y is lq×dv, all row-major and inside their slices
+        // (checked above); y does not alias p or v (a unique borrow).
+        unsafe {
+            matrixmultiply::sgemm(
+                lq,
+                lk,
+                dv,
+                1.0,
+                p.as_ptr(),
+                lk as isize,
+                1,
+                v.as_ptr(),
+                dv as isize,
+                1,
+                0.0,
+                y.as_mut_ptr(),
+                dv as isize,
+                1,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The `cpu` engine's heads, shared.
+pub(crate) fn portable() -> Arc<dyn HeadMath> {
+    Arc::new(PortableHeads)
+}
 
 /// What the fast path needs of the op's attributes.
 #[derive(Clone, Copy, Debug)]
@@ -66,8 +197,8 @@ fn sizes(ctx: &KernelCtx<'_>) -> Option<Sizes> {
     })
 }
 
-/// Runs the fast path (call only when [`applies`]).
-pub fn run(spec: FastSpec, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+/// Runs the fast path with `math` (call only when [`applies`]).
+pub fn run(spec: FastSpec, ctx: &mut KernelCtx<'_>, math: &dyn HeadMath) -> KernelResult<()> {
     let s = sizes(ctx).ok_or_else(|| rge_kernels::KernelError::invalid("Q, K, V shapes"))?;
     let q = ctx.input(0)?;
     let k = ctx.input(1)?;
@@ -95,109 +226,85 @@ pub fn run(spec: FastSpec, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
     let parallel = ctx.threads() > 1 && s.batch * s.heads > 1;
     let y = ctx.output::<f32>(0, &[s.batch, s.heads, s.lq, s.dv])?;
     let (yq, qq, kq, vq) = (s.lq * s.dv, s.lq * s.dq, s.lk * s.dq, s.lk * s.dv);
-    let head = |bh: usize, yc: &mut [f32]| {
+    let head = |scratch: &mut Scratch, bh: usize, yc: &mut [f32]| {
         one_head(
+            math,
             s,
             bh,
             scale,
             &bias,
-            &q[bh * qq..(bh + 1) * qq],
-            &k[bh * kq..(bh + 1) * kq],
-            &v[bh * vq..(bh + 1) * vq],
+            [
+                &q[bh * qq..(bh + 1) * qq],
+                &k[bh * kq..(bh + 1) * kq],
+                &v[bh * vq..(bh + 1) * vq],
+            ],
             yc,
+            scratch,
         )
     };
     if yq == 0 {
         return Ok(());
     }
+    let scratch = || Scratch {
+        p: vec![0.0; s.lq * s.lk],
+        bias: vec![0.0; s.lk],
+    };
     if parallel {
         y.par_chunks_mut(yq)
             .enumerate()
-            .for_each(|(bh, yc)| head(bh, yc));
+            .try_for_each_init(scratch, |sc, (bh, yc)| head(sc, bh, yc))
     } else {
+        let mut sc = scratch();
         y.chunks_mut(yq)
             .enumerate()
-            .for_each(|(bh, yc)| head(bh, yc));
+            .try_for_each(|(bh, yc)| head(&mut sc, bh, yc))
     }
-    Ok(())
+}
+
+/// One worker's buffers: a head's scores and one bias row.
+struct Scratch {
+    p: Vec<f32>,
+    bias: Vec<f32>,
 }
 
 /// One head: `y = softmax(scale·q·kᵀ + bias)·v`.
 #[allow(clippy::too_many_arguments)]
 fn one_head(
+    math: &dyn HeadMath,
     s: Sizes,
     bh: usize,
     scale: f32,
     bias: &BiasSpec<'_, f32>,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    [q, k, v]: [&[f32]; 3],
     y: &mut [f32],
-) {
+    scratch: &mut Scratch,
+) -> KernelResult<()> {
     let (lq, lk, dq, dv) = (s.lq, s.lk, s.dq, s.dv);
-    let mut p = vec![0.0f32; lq * lk];
-    // SAFETY: q is lq×dq row-major, k is lk×dq row-major (read as its transpose, dq×lk, with
-    // strides (1, dq)), p is lq×lk row-major: every index the GEMM touches lies inside its
-    // slice (the slices were cut to these sizes), and p does not alias q or k.
-    unsafe {
-        matrixmultiply::sgemm(
-            lq,
-            dq,
-            lk,
-            scale,
-            q.as_ptr(),
-            dq as isize,
-            1,
-            k.as_ptr(),
-            1,
-            dq as isize,
-            0.0,
-            p.as_mut_ptr(),
-            lk as isize,
-            1,
-        );
-    }
+    let p = &mut scratch.p[..lq * lk];
+    math.scores(lq, lk, dq, scale, q, k, p)?;
     let (b, h) = (bh / s.heads, bh % s.heads);
     let trivial = bias.is_trivial();
     let mask_only = bias.mask_only();
-    let mut brow = vec![0.0f32; lk];
     for (i, row) in p.chunks_mut(lk.max(1)).enumerate().take(lq) {
         if trivial {
-            softmax_row(row, false);
+            math.softmax(row, None);
             continue;
         }
         let m = match mask_only.and_then(|m| m.row_slice(b, h, i, lk)) {
             Some(m) => m,
             None => {
-                bias.row(b, h, i, &mut brow);
-                &brow
+                bias.row(b, h, i, &mut scratch.bias);
+                &scratch.bias
             }
         };
-        for (x, &bv) in row.iter_mut().zip(m) {
-            *x += bv;
+        // A fully masked row gives zeros (as the general kernel does).
+        if m.iter().all(|&x| x == f32::NEG_INFINITY) {
+            row.fill(0.0);
+        } else {
+            math.softmax(row, Some(m));
         }
-        softmax_row(row, m.iter().all(|&x| x == f32::NEG_INFINITY));
     }
-    // SAFETY: p is lq×lk, v is lk×dv, y is lq×dv, all row-major and inside their slices (y is
-    // this head's chunk of exactly lq·dv); y does not alias p or v.
-    unsafe {
-        matrixmultiply::sgemm(
-            lq,
-            lk,
-            dv,
-            1.0,
-            p.as_ptr(),
-            lk as isize,
-            1,
-            v.as_ptr(),
-            dv as isize,
-            1,
-            0.0,
-            y.as_mut_ptr(),
-            dv as isize,
-            1,
-        );
-    }
+    math.weighted(lq, lk, dv, p, v, y)
 }
 
 /// Softmax of one row in place; a fully masked row gives zeros (as the general kernel does).

@@ -14,6 +14,8 @@ mod rotary;
 
 use rge_kernels::{KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
+pub use attention::attention_with;
+pub use attention_fast::{HeadMath, PortableHeads};
 pub use common::{FastGemm, Gemm, PreparedBt};
 pub use rnn::{recurrent_with, Act};
 

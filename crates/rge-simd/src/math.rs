@@ -45,6 +45,22 @@ pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
     keep_nan(s, x, exp_mul(s, x, s.splat(1.0)))
 }
 
+/// Below this, [`exp_normal`] gives 0 (`e^-87` is 1.6e-38, just above the smallest normal f32).
+pub const EXP_NORMAL_MIN: f32 = -87.0;
+
+/// `e^x` where that is at least `e^-87` (a normal float), 0 below (−∞ included); NaN stays
+/// NaN. For sums of exponentials such as softmax, where a term under 1.6e-38 next to the
+/// largest (1) cannot change the result: [`exp`] rounds denormal results exactly, and each
+/// vector of them costs a microcode assist of about a hundred cycles on Intel cores (masked
+/// scores made the attention softmax 20× slower than its arithmetic).
+#[inline(always)]
+pub fn exp_normal<S: Simd>(s: S, x: S::V) -> S::V {
+    let lo = s.splat(EXP_NORMAL_MIN);
+    // max(lo, x) is x for a NaN x (x86 semantics), so the NaN reaches `exp` and stays.
+    let e = exp(s, s.max(lo, x));
+    s.select(s.lt(x, lo), s.splat(0.0), e)
+}
+
 /// `m·e^x`, rounded once at the end even where the result is denormal (`m` a normal float;
 /// NaN `x` not handled).
 #[inline(always)]
@@ -222,6 +238,9 @@ const ERFC_Q: [f32; 11] = [
     0.044_692_144,
 ];
 
+/// Where `e^{-z²}` only corrects a result that is 1 (or x) to far below an ulp: `e^-80`.
+const TAIL: f32 = 80.0;
+
 /// `erf(x)`.
 #[inline(always)]
 pub fn erf<S: Simd>(s: S, x: S::V) -> S::V {
@@ -245,8 +264,10 @@ pub fn erf<S: Simd>(s: S, x: S::V) -> S::V {
     let t = s.div(one, s.fma(ax, s.splat(0.5), one));
     let h = s.mul(ax, ax);
     let l = s.fma(ax, ax, s.neg(h));
-    // e^{-(h + l)} = e^{-h}·(1 - l)
-    let e = exp_mul(s, s.neg(h), s.sub(one, l));
+    // e^{-(h + l)} = e^{-h}·(1 - l). Past h = 80 (|x| > 8.9) erfc is far below an ulp of 1;
+    // clamping there keeps e normal (a denormal costs a microcode assist per vector) and
+    // changes no result.
+    let e = exp_mul(s, s.max(s.splat(-TAIL), s.neg(h)), s.sub(one, l));
     let erfc = s.mul(s.mul(t, poly(s, t, &ERFC_Q)), e);
     let big = s.copysign(s.sub(one, erfc), x);
     keep_nan(s, x, s.select(s.lt(s.abs(x), s.splat(0.75)), small, big))
@@ -267,15 +288,17 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
     let l = s.fma(ax, ax, s.neg(h));
     let tq = s.mul(t, poly(s, t, &ERFC_Q));
     let corr = s.fma(l, s.splat(-0.5), one);
-    let e = exp_mul(s, s.mul(h, s.splat(-0.5)), corr);
+    let z2 = s.mul(h, s.splat(-0.5));
+    let negative = s.lt(x, s.splat(0.0));
+    // Denormals cost a microcode assist per vector: for x >= 0, e^{-z²} is clamped at e^-80
+    // (past it, 1 - erfc/2 is 1 either way), so neither branch makes one there. Both branches
+    // take the same argument, so the compiler shares the reduction of their two exponentials.
+    let z2 = s.select(negative, z2, s.max(s.splat(-TAIL), z2));
+    let e = exp_mul(s, z2, corr);
     // x >= 0: x·(1 - erfc/2). x < 0: x·erfc/2 = -|x|·t·Q·e^{-z²}/2, scale applied last.
     let pos = s.mul(x, s.fma(s.mul(tq, e), s.splat(-0.5), one));
-    let neg = exp_mul(
-        s,
-        s.mul(h, s.splat(-0.5)),
-        s.mul(s.mul(ax, s.splat(-0.5)), s.mul(tq, corr)),
-    );
-    let r = s.select(s.lt(x, s.splat(0.0)), neg, pos);
+    let neg = exp_mul(s, z2, s.mul(s.mul(ax, s.splat(-0.5)), s.mul(tq, corr)));
+    let r = s.select(negative, neg, pos);
     // Below -20 the result is -0; at -inf the ONNX formula's `-inf·0` is NaN.
     let r = s.select(s.lt(x, s.splat(-20.0)), s.mul(x, s.splat(0.0)), r);
     keep_nan(s, x, r)

@@ -92,3 +92,39 @@ fn nan_and_infinities_propagate() {
     let erf = eval(Scalar, &xs, math::erf);
     assert!(erf[0].is_nan() && erf[1] == 1.0 && erf[2] == -1.0);
 }
+
+/// `exp_normal` is `exp` from −87 up, 0 below (−∞ included), and keeps NaN and +∞.
+fn check_exp_normal<S: Simd>(s: S, name: &str) {
+    let mut xs = grid(-120.0, 89.0, 0.0137);
+    xs.extend([
+        math::EXP_NORMAL_MIN,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ]);
+    let got = eval(s, &xs, math::exp_normal);
+    let exp = eval(s, &xs, math::exp);
+    for ((x, g), e) in xs.iter().zip(&got).zip(&exp) {
+        let want = if *x < math::EXP_NORMAL_MIN { 0.0 } else { *e };
+        assert!(
+            g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+            "{name} exp_normal({x}) = {g}, want {want}"
+        );
+        assert!(*g == 0.0 || g.is_nan() || *g >= f32::MIN_POSITIVE);
+    }
+}
+
+#[test]
+fn exp_normal_is_exp_without_denormals() {
+    check_exp_normal(Scalar, "scalar");
+    check_exp_normal(Lanes::<8>, "lanes8");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(s) = rge_simd::Avx2::new() {
+            check_exp_normal(s, "avx2");
+        }
+        if let Some(s) = rge_simd::Avx512::new() {
+            check_exp_normal(s, "avx512");
+        }
+    }
+}

@@ -94,22 +94,13 @@ fn compile_on(m: &ModelProto, threads: usize) -> Compiled {
     })
     .unwrap();
     let model = s.compile_graph(graph_of(m)).unwrap();
-    let g = model.graph();
-    let types = g
-        .nodes_of(g.root())
-        .map(|n| g.op(n).unwrap().op_type().to_string())
-        .collect();
     let outputs = model
         .run(&inputs_of(m))
         .unwrap()
         .iter()
         .map(to_f64)
         .collect();
-    Compiled {
-        types,
-        outputs,
-        reports: Vec::new(),
-    }
+    Compiled::of_root(model.graph(), outputs, Vec::new())
 }
 
 fn no_dense() -> EngineArgs {

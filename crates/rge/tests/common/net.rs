@@ -306,16 +306,47 @@ pub fn inputs_of(m: &ModelProto) -> Vec<Value> {
 /// What one compile gave: the root op types and the outputs (as f64).
 pub struct Compiled {
     pub types: Vec<String>,
+    /// Each node's engine, in the order of `types`.
+    pub engines: Vec<String>,
     pub outputs: Vec<Vec<f64>>,
     pub reports: Vec<rge_compiler::optimize::PassReport>,
 }
 
 impl Compiled {
+    /// The op types and engines of `g`'s root nodes, with the given outputs and reports.
+    pub fn of_root(
+        g: &rge_ir::ComputeGraph,
+        outputs: Vec<Vec<f64>>,
+        reports: Vec<rge_compiler::optimize::PassReport>,
+    ) -> Compiled {
+        let (types, engines) = g
+            .nodes_of(g.root())
+            .map(|n| {
+                let op = g.op(n).unwrap();
+                (op.op_type().to_string(), op.engine_name().to_string())
+            })
+            .unzip();
+        Compiled {
+            types,
+            engines,
+            outputs,
+            reports,
+        }
+    }
     pub fn count(&self, op: &str) -> usize {
         self.types.iter().filter(|t| *t == op).count()
     }
     pub fn has(&self, op: &str) -> bool {
         self.count(op) > 0
+    }
+    /// The engines of the nodes of type `op`.
+    pub fn engines_of(&self, op: &str) -> Vec<&str> {
+        self.types
+            .iter()
+            .zip(&self.engines)
+            .filter(|(t, _)| *t == op)
+            .map(|(_, e)| e.as_str())
+            .collect()
     }
     /// The rewrites pass `name` made.
     pub fn rewrites(&self, name: &str) -> usize {
@@ -350,21 +381,13 @@ pub fn compile(m: &ModelProto, args: EngineArgs) -> Compiled {
     let reports = set.pipeline().compile(graph_of(m)).unwrap().optimizations;
     let model = s.compile_graph(graph_of(m)).unwrap();
     let g = model.graph();
-    let types = g
-        .nodes_of(g.root())
-        .map(|n| g.op(n).unwrap().op_type().to_string())
-        .collect();
     let outputs = model
         .run(&inputs_of(m))
         .unwrap()
         .iter()
         .map(to_f64)
         .collect();
-    Compiled {
-        types,
-        outputs,
-        reports,
-    }
+    Compiled::of_root(g, outputs, reports)
 }
 
 pub fn level(l: &str) -> EngineArgs {
