@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::epilogue::EpiCtx;
 use super::pack::{pack_a, pack_b, AlignedBuf, Raw, K_BLOCK, PANEL_A, PANEL_B};
-use super::simd::{run_tile, Isa, Mode, Store, Tile};
+use super::simd::{run_tile, Isa, Mode, Store, Tile, LINE_FLOATS};
 use crate::shared_out::SharedOut;
 
 /// An operand as the driver sees it: raw (packed per block) or prepacked panels.
@@ -156,6 +156,33 @@ fn range(len: usize, panel: usize, parts: usize, i: usize) -> (usize, usize) {
     (lo, hi)
 }
 
+/// The block of a prepacked B that follows block (`pc`, `jc`) in this part's loop nest
+/// (columns `j0..j1`): its start and its length in cache lines; (null, 0) when there is none
+/// (a raw B, or the last block).
+fn next_packed_b(
+    p: &Problem<'_>,
+    bl: &Blocking,
+    (pc, jc): (usize, usize),
+    (j0, j1): (usize, usize),
+) -> (*const f32, usize) {
+    let Src::Packed(d) = p.b else {
+        return (std::ptr::null(), 0);
+    };
+    let (pc, jc) = if jc + bl.nc < j1 {
+        (pc, jc + bl.nc)
+    } else if pc + K_BLOCK < p.k {
+        (pc + K_BLOCK, j0)
+    } else {
+        return (std::ptr::null(), 0);
+    };
+    let kc = K_BLOCK.min(p.k - pc);
+    let nc = bl.nc.min(j1 - jc);
+    // Laid out as `run_part` reads it: depth block pc / K_BLOCK, then column jc.
+    let off = (pc * p.n.div_ceil(PANEL_B) * PANEL_B + jc * kc).min(d.len());
+    let len = (nc.div_ceil(PANEL_B) * PANEL_B * kc).min(d.len() - off);
+    (d[off..].as_ptr(), len.div_ceil(LINE_FLOATS))
+}
+
 /// Runs a validated problem (m, n >= 1) in up to `threads` parts.
 pub(crate) fn run(isa: Isa, p: &Problem<'_>, threads: usize) {
     let bl = blocking(isa);
@@ -245,8 +272,18 @@ fn run_part(
                         bbuf.as_slice()
                     }
                 };
+                // The next prepacked B block is fetched into L2 while this one computes,
+                // each tile taking its share: a model's weights come from DRAM, and the first
+                // row of tiles over a cold block stalled on them (a fifth of BERT's GEMM time).
+                let (pf_base, pf_lines) = next_packed_b(p, bl, (pc, jc), (j0, j1));
+                let tiles = mc.div_ceil(PANEL_A) * nc.div_ceil(PANEL_B);
+                let pf_per_tile = pf_lines.div_ceil(tiles);
+                let mut tile_index = 0;
                 for ir in (0..mc).step_by(PANEL_A) {
                     for jr in (0..nc).step_by(PANEL_B) {
+                        let pf_first = (tile_index * pf_per_tile).min(pf_lines);
+                        let pf_count = pf_per_tile.min(pf_lines - pf_first);
+                        tile_index += 1;
                         let (row, col) = (ic + ir, jc + jr);
                         let (b, ldb) = match p.b {
                             // Row pc of B at column col: `reads_b_in_place` B is row-major and
@@ -267,6 +304,8 @@ fn run_part(
                             cols: (nc - jr).min(PANEL_B),
                             row0: row,
                             col0: col,
+                            pf: pf_base.wrapping_add(pf_first * LINE_FLOATS),
+                            pf_lines: pf_count,
                         };
                         // SAFETY: the ISA was checked by `sgemm_isa`; the panels hold `kc`
                         // full steps from these offsets (packed with the same K_BLOCK depth

@@ -62,6 +62,10 @@ pub(crate) struct Tile {
     pub cols: usize,
     pub row0: usize,
     pub col0: usize,
+    /// Cache lines (64 bytes each, from `pf` on) to fetch into L2 while the tile computes:
+    /// the tile's share of the next B block (see the driver); 0 for none.
+    pub pf: *const f32,
+    pub pf_lines: usize,
 }
 
 /// What to do with the accumulators: scale by `alpha`, combine with C per `mode`, and (on the
@@ -145,8 +149,16 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
     const TAIL: usize = 24;
     let tail = TAIL.min(t.kc);
     let main = t.kc - tail;
+    let mut pf = t.pf;
+    let mut pf_left = t.pf_lines;
     // Unrolled by 4 so the loop's few integer ops rarely take an FMA port's slot.
     for _ in 0..main / 4 {
+        // One line of the next B block per 4 steps: spread out, the fetches never queue up.
+        if pf_left > 0 {
+            s.prefetch_l2(pf);
+            pf = pf.wrapping_add(LINE_FLOATS);
+            pf_left -= 1;
+        }
         // SAFETY: `a` and `b` have four steps left (kc steps in all).
         unsafe {
             step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb);
@@ -158,6 +170,11 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
     for _ in 0..main % 4 {
         // SAFETY: `a` and `b` have a step left.
         unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb) };
+    }
+    // A short depth leaves lines over: fetched now.
+    for _ in 0..pf_left {
+        s.prefetch_l2(pf);
+        pf = pf.wrapping_add(LINE_FLOATS);
     }
     prefetch_c::<S, R>(s, t);
     for _ in 0..tail {
@@ -174,6 +191,9 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
         unsafe { s.store_general::<R, NV>(&spilled, t, st) }
     }
 }
+
+/// Floats in a 64-byte cache line.
+pub(crate) const LINE_FLOATS: usize = 16;
 
 /// How many k steps ahead the B stream is prefetched (2 KiB: L2 latency with margin; past the
 /// micro-panel's end it fetches the next tile's, which follows it in the block).
@@ -350,6 +370,8 @@ pub(crate) fn split_tile<const MR: usize, const NR: usize>(
                 cols,
                 row0: t.row0 + r0,
                 col0: t.col0 + c0,
+                // The tile's share of the prefetch, once.
+                pf_lines: if c0 == 0 && r0 == 0 { t.pf_lines } else { 0 },
                 ..*t
             };
             f(&sub, rows, cols.div_ceil(lanes));
@@ -423,6 +445,8 @@ mod tests {
                             cols: PANEL_B,
                             row0: 0,
                             col0: 0,
+                            pf: std::ptr::null(),
+                            pf_lines: 0,
                         };
                         // SAFETY: panels of kc steps, a 12 × 32 C, the ISA is available.
                         unsafe { run_tile(isa, &t, &st) };
