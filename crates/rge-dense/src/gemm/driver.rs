@@ -277,7 +277,9 @@ fn run_part(
                 // row of tiles over a cold block stalled on them (a fifth of BERT's GEMM time).
                 let (pf_base, pf_lines) = next_packed_b(p, bl, (pc, jc), (j0, j1));
                 let tiles = mc.div_ceil(PANEL_A) * nc.div_ceil(PANEL_B);
-                let pf_per_tile = pf_lines.div_ceil(tiles);
+                // At most one line per 4 k steps (what the microkernel issues): with few row
+                // panels only the block's first part is fetched ahead, never a burst.
+                let pf_per_tile = pf_lines.div_ceil(tiles).min(kc / 4);
                 let mut tile_index = 0;
                 for ir in (0..mc).step_by(PANEL_A) {
                     for jr in (0..nc).step_by(PANEL_B) {

@@ -63,7 +63,8 @@ pub(crate) struct Tile {
     pub row0: usize,
     pub col0: usize,
     /// Cache lines (64 bytes each, from `pf` on) to fetch into L2 while the tile computes:
-    /// the tile's share of the next B block (see the driver); 0 for none.
+    /// the tile's share of the next B block (see the driver), at most one per 4 k steps (more
+    /// are not issued); 0 for none.
     pub pf: *const f32,
     pub pf_lines: usize,
 }
@@ -170,11 +171,6 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
     for _ in 0..main % 4 {
         // SAFETY: `a` and `b` have a step left.
         unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb) };
-    }
-    // A short depth leaves lines over: fetched now.
-    for _ in 0..pf_left {
-        s.prefetch_l2(pf);
-        pf = pf.wrapping_add(LINE_FLOATS);
     }
     prefetch_c::<S, R>(s, t);
     for _ in 0..tail {
