@@ -275,7 +275,13 @@ fn run_part(
                 // The next prepacked B block is fetched into L2 while this one computes,
                 // each tile taking its share: a model's weights come from DRAM, and the first
                 // row of tiles over a cold block stalled on them (a fifth of BERT's GEMM time).
-                let (pf_base, pf_lines) = next_packed_b(p, bl, (pc, jc), (j0, j1));
+                // With one row panel (a GEMV-like product) the tiles themselves stream B at
+                // memory speed: fetching ahead only competes with them.
+                let (pf_base, pf_lines) = if mc > PANEL_A {
+                    next_packed_b(p, bl, (pc, jc), (j0, j1))
+                } else {
+                    (std::ptr::null(), 0)
+                };
                 let tiles = mc.div_ceil(PANEL_A) * nc.div_ceil(PANEL_B);
                 // At most one line per 4 k steps (what the microkernel issues): with few row
                 // panels only the block's first part is fetched ahead, never a burst.
