@@ -473,12 +473,15 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
             for q in 0..PX {
                 xt[q] = xp[q].add(off);
             }
-            let ahead = xt[0].wrapping_add(PX * sw * cin);
+            // Running pointers, not `base + ci·stride`: the index arithmetic took as many
+            // instructions as the loads it fed, in a loop bound by issue width.
+            let mut ahead = xt[0].wrapping_add(PX * sw * cin);
+            let mut wp = wt.add(ci0 * BLOCK);
             for ci in ci0..ci1 {
-                let wp = wt.add(ci * BLOCK);
                 s.prefetch(wp.wrapping_add(PF));
                 s.prefetch(wp.wrapping_add(PF + 16));
-                s.prefetch(ahead.wrapping_add((ci - ci0) * 16));
+                s.prefetch(ahead);
+                ahead = ahead.wrapping_add(16);
                 if L2_AHEAD && pf_left > 0 {
                     s.prefetch_l2(pf);
                     pf = pf.wrapping_add(LINE);
@@ -494,6 +497,7 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                         acc[q][u] = s.mul_add(wv[u], xv, acc[q][u]);
                     }
                 }
+                wp = wp.wrapping_add(BLOCK);
             }
         }
         // The sums are stored first, by a loop small enough to unroll whole: an index into
