@@ -104,12 +104,21 @@ fn conv_candidate(g: &ComputeGraph, n: NodeId) -> Option<()> {
 }
 
 /// The channels-last form of pool `n` (ONNX MaxPool or AveragePool, 2-D, f32, shapes known,
-/// no Indices output read, no control edges), if it has one.
+/// no Indices output read, no control edges; or GlobalMaxPool, GlobalAveragePool of a 4-D
+/// input of known height and width, a window of the whole image), if it has one.
 fn pool_nhwc_op(g: &ComputeGraph, n: NodeId) -> Option<&'static str> {
     let op = g.op(n)?;
+    let global = |name| {
+        let dims = dims_of(op.input(0))?;
+        let whole = dims.len() == 4 && dims[2] > 0 && dims[3] > 0;
+        (whole && is_f32_out(g, n) && !has_control(g, n) && dims_of(op.output(0)).is_some())
+            .then_some(name)
+    };
     let name = match op.op_type() {
         "MaxPool" if op.domain().is_empty() => MAX_POOL_NHWC,
         "AveragePool" if op.domain().is_empty() => AVG_POOL_NHWC,
+        "GlobalMaxPool" if op.domain().is_empty() => return global(MAX_POOL_NHWC),
+        "GlobalAveragePool" if op.domain().is_empty() => return global(AVG_POOL_NHWC),
         _ => return None,
     };
     if !is_f32_out(g, n) || has_control(g, n) {
@@ -302,12 +311,18 @@ fn pool_op(
 ) -> Result<OpDesc, String> {
     let ty = pool_nhwc_op(g, n).ok_or("not a channels-last pool")?;
     let mut pool = nhwc_op(g, op, ty, taken);
+    let x = op.input(0).ok_or("a pool without input")?;
+    if op.op_type().starts_with("Global") {
+        // The whole image is the window (its height and width are known: `pool_nhwc_op`).
+        let d = x.shape().dims();
+        pool.attrs_mut()
+            .set("kernel_shape", AttrValue::ListInt(vec![d[2], d[3]]));
+    }
     for (k, v) in op.attrs().iter() {
         if POOL_ATTRS.contains(&k) {
             pool.attrs_mut().set(k, v.clone());
         }
     }
-    let x = op.input(0).ok_or("a pool without input")?;
     pool.add_input("X", nhwc_desc(x))
         .map_err(|e| e.to_string())?;
     let y = op.output(0).ok_or("a pool without output")?;

@@ -315,3 +315,35 @@ fn a_pool_fed_from_outside_a_region_stays_in_nchw() {
     assert_eq!(got.count("FusedConvNhwc"), 3, "{:?}", got.types);
     assert_close(&got, &compile(&m, no_dense()));
 }
+
+/// Three convolutions, then a global pool and a Flatten (a classifier head).
+fn convs_then_global(pool: &str) -> ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 8, 9, 7]);
+    let a = conv(&mut n, &x, spec(8, 16, 3, 1, 1), 1);
+    let b = conv(&mut n, &a, spec(16, 16, 3, 2, 1), 3);
+    let c = conv(&mut n, &b, spec(16, 24, 1, 1, 1), 5);
+    let g = n.op(pool, &[&c], vec![]);
+    n.op_to("Flatten", &[&g], "y", vec![]);
+    n.output("y", F32, &[2, 24]);
+    n.model()
+}
+
+#[test]
+fn global_pools_join_the_region() {
+    for (pool, nhwc) in [
+        ("GlobalAveragePool", "AveragePoolNhwc"),
+        ("GlobalMaxPool", "MaxPoolNhwc"),
+    ] {
+        let m = convs_then_global(pool);
+        let want = compile(&m, no_dense());
+        for threads in [1, 2] {
+            let got = compile_on(&m, threads);
+            assert_eq!(got.count(nhwc), 1, "{pool}: {:?}", got.types);
+            assert!(!got.has(pool), "{pool}: {:?}", got.types);
+            // In at the image, out after the pool: the exit reorders one pixel per image.
+            assert_eq!(got.count("Transpose"), 2, "{pool}: {:?}", got.types);
+            assert_close(&got, &want);
+        }
+    }
+}
