@@ -725,3 +725,42 @@ proptest! {
         }
     }
 }
+
+/// An LSTM wide enough that each step's cell updates split over the threads (batch rows ×
+/// hidden units past the threshold), both directions, unequal lengths, peepholes, against the
+/// reference on one thread.
+#[test]
+fn a_wide_lstm_splits_its_cell_updates_over_threads() {
+    let (seq, batch, input, hidden, dirs) = (4, 6, 16, 400, 2);
+    let mut attrs = AttrMap::new();
+    attrs.set("hidden_size", AttrValue::Int(hidden as i64));
+    attrs.set("direction", "bidirectional");
+    let lens: Vec<i32> = (0..batch).map(|b| (1 + b % seq) as i32).collect();
+    let inputs = vec![
+        Some(tensor(&[seq, batch, input], 1)),
+        Some(tensor(&[dirs, 4 * hidden, input], 2)),
+        Some(tensor(&[dirs, 4 * hidden, hidden], 3)),
+        Some(tensor(&[dirs, 8 * hidden], 4)),
+        Some(Tensor::from_vec(&[batch], lens).unwrap()),
+        Some(tensor(&[dirs, batch, hidden], 5)),
+        Some(tensor(&[dirs, batch, hidden], 6)),
+        Some(tensor(&[dirs, 3 * hidden], 7)),
+    ];
+    let c = Case {
+        op: "LSTM",
+        attrs,
+        inputs,
+    };
+    let want = cpu(&c);
+    let k = build(
+        rge_dense::recurrent::create_recurrent,
+        &c,
+        "LSTM",
+        "",
+        &[1, 2],
+    );
+    for threads in [1, 2] {
+        let got = run(k.as_ref(), &c.inputs, threads).unwrap();
+        close(&got, &want).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+    }
+}
