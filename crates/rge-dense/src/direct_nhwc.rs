@@ -447,6 +447,15 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                 }
             }
         }
+        // The residual is read after the last chunk's sums: its lines (from memory, the
+        // previous block's output) are fetched now, while the tile computes.
+        if let Some(z) = a.z.filter(|_| k1 == taps * cin) {
+            for q in 0..n {
+                let zq = z.as_ptr().wrapping_add((p + q) * cout + c0);
+                s.prefetch(zq);
+                s.prefetch(zq.wrapping_add(BLOCK - 1));
+            }
+        }
         let x = a.x.as_ptr();
         let mut xp = [x; PX];
         // One division for the tile (it may span rows), not one per pixel: a tile of a
