@@ -77,13 +77,12 @@ impl HeadMath for DenseHeads {
         .map_err(gemm_error)
     }
 
-    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) {
-        if bias.is_some_and(|b| b.len() < row.len()) {
-            // The caller passes a bias row per score row; a short one would be a bug there.
-            row.fill(f32::NAN);
-            return;
+    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) -> KernelResult<()> {
+        if let Some(b) = bias {
+            rge_kernels_sequence::check_bias(row, b)?;
         }
-        softmax_row(self.isa, row, bias)
+        softmax_row(self.isa, row, bias);
+        Ok(())
     }
 
     fn weighted(
@@ -353,6 +352,16 @@ mod tests {
             check(&row, None);
             check(&row, Some(&bias));
         }
+    }
+
+    #[test]
+    fn a_short_bias_row_is_an_error() {
+        let mut row = [1.0f32; 8];
+        let err = DenseHeads::new()
+            .softmax(&mut row, Some(&[0.0; 5]))
+            .unwrap_err();
+        assert!(err.to_string().contains("5 values for 8 scores"), "{err}");
+        assert!(DenseHeads::new().softmax(&mut row, Some(&[0.0; 8])).is_ok());
     }
 
     #[test]

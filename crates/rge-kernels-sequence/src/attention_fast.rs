@@ -34,8 +34,9 @@ pub trait HeadMath: Send + Sync + std::fmt::Debug {
         p: &mut [f32],
     ) -> KernelResult<()>;
     /// The softmax of `row + bias` (of `row` when `bias` is None) in place. A row holding a
-    /// NaN becomes all NaN; a row of −∞ becomes zeros.
-    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>);
+    /// NaN becomes all NaN; a row of −∞ becomes zeros. A bias shorter than the row is an
+    /// error.
+    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) -> KernelResult<()>;
     /// `y = p · v`: `p` is lq×lk, `v` is lk×dv, `y` is lq×dv.
     #[allow(clippy::too_many_arguments)]
     fn weighted(
@@ -91,13 +92,15 @@ impl HeadMath for PortableHeads {
         Ok(())
     }
 
-    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) {
+    fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) -> KernelResult<()> {
         if let Some(b) = bias {
+            check_bias(row, b)?;
             for (x, &bv) in row.iter_mut().zip(b) {
                 *x += bv;
             }
         }
         softmax_row(row, false);
+        Ok(())
     }
 
     fn weighted(
@@ -136,6 +139,18 @@ impl HeadMath for PortableHeads {
         }
         Ok(())
     }
+}
+
+/// A bias row must cover its score row.
+pub fn check_bias(row: &[f32], bias: &[f32]) -> KernelResult<()> {
+    if bias.len() < row.len() {
+        return Err(KernelError::invalid(format!(
+            "attention: a bias row of {} values for {} scores",
+            bias.len(),
+            row.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The `cpu` engine's heads, shared.
@@ -287,7 +302,7 @@ fn one_head(
     let mask_only = bias.mask_only();
     for (i, row) in p.chunks_mut(lk.max(1)).enumerate().take(lq) {
         if trivial {
-            math.softmax(row, None);
+            math.softmax(row, None)?;
             continue;
         }
         let m = match mask_only.and_then(|m| m.row_slice(b, h, i, lk)) {
@@ -301,7 +316,7 @@ fn one_head(
         if m.iter().all(|&x| x == f32::NEG_INFINITY) {
             row.fill(0.0);
         } else {
-            math.softmax(row, Some(m));
+            math.softmax(row, Some(m))?;
         }
     }
     math.weighted(lq, lk, dv, p, v, y)

@@ -15,7 +15,7 @@ mod rotary;
 use rge_kernels::{KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
 pub use attention::attention_with;
-pub use attention_fast::{HeadMath, PortableHeads};
+pub use attention_fast::{check_bias, HeadMath, PortableHeads};
 pub use common::{FastGemm, Gemm, PreparedBt};
 pub use rnn::{recurrent_with, Act};
 
