@@ -571,8 +571,8 @@ unsafe fn run_avx2(job: &Job<'_, '_>, pixels: (usize, usize), blocks: (usize, us
 mod tests {
     use super::*;
 
-    /// The direct sum, in f64, of `relu(conv + bias + z)` on channels-last data.
-    fn naive(k: &DirectNhwc, x: &[f32], w: &[f32], b: &[f32], z: &[f32]) -> Vec<f32> {
+    /// The direct sum, in f64, of `conv + bias + z` on channels-last data (no activation).
+    fn naive(k: &DirectNhwc, x: &[f32], w: &[f32], b: &[f32], z: Option<&[f32]>) -> Vec<f32> {
         let (g, cin, cout) = (&k.g, k.cin, k.cout);
         let mut out = vec![0.0; g.oh * g.ow * cout];
         for oy in 0..g.oh {
@@ -594,7 +594,7 @@ mod tests {
                         }
                     }
                     let o = (oy * g.ow + ox) * cout + co;
-                    out[o] = (acc + f64::from(z[o])).max(0.0) as f32;
+                    out[o] = (acc + z.map_or(0.0, |z| f64::from(z[o]))) as f32;
                 }
             }
         }
@@ -644,7 +644,6 @@ mod tests {
             let wt: Vec<f32> = (0..cout * cin * kh * kw).map(|_| rnd()).collect();
             let b: Vec<f32> = (0..cout).map(|_| rnd()).collect();
             let z: Vec<f32> = (0..oh * ow * cout).map(|_| rnd()).collect();
-            let want = naive(&k, &x, &wt, &b, &z);
             let packed = k.repack_weights(&wt);
             let mut padded = vec![f32::NAN; k.padded_len()];
             let xs = if k.needs_padding() {
@@ -653,33 +652,61 @@ mod tests {
             } else {
                 &x[..]
             };
-            let args = DirectArgs {
-                x: xs,
-                wts: &packed,
-                bias: Some(&b),
-                z: Some(&z),
-                act: &Activation::Relu,
+            // With and without a residual; activations after the stored sums.
+            let clip = Activation::Clip {
+                min: -0.3,
+                max: 0.4,
             };
-            let (pixels, blocks) = (oh * ow, k.blocks());
-            for isa in Isa::available() {
-                let mut got = vec![f32::NAN; oh * ow * cout];
-                // Split pixels (a tile that does not fill) and blocks, as the threads would.
-                let ps = pixels / 2 + 1;
-                for (px, bl) in [
-                    ((0, ps.min(pixels)), (0, blocks)),
-                    ((ps.min(pixels), pixels), (0, blocks / 2)),
-                    ((ps.min(pixels), pixels), (blocks / 2, blocks)),
-                ] {
-                    // SAFETY: `got` holds the image's output; the calls run one after another.
-                    unsafe { k.run(isa, &args, px, bl, got.as_mut_ptr()) };
-                }
-                for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-                    let tol = 1e-5 * (1.0 + (cin * kh * kw) as f32).sqrt();
-                    assert!(
-                        (a - b).abs() <= tol,
-                        "{isa:?} {g:?} {cin}->{cout} at {i}: {a} vs {b}"
-                    );
-                }
+            for (act, with_z) in [
+                (Activation::Relu, true),
+                (Activation::Relu, false),
+                (Activation::None, true),
+                (clip, true),
+            ] {
+                let zs = with_z.then_some(&z[..]);
+                let want: Vec<f32> = naive(&k, &x, &wt, &b, zs)
+                    .into_iter()
+                    .map(|v| match act {
+                        Activation::Relu => v.max(0.0),
+                        Activation::Clip { min, max } => v.clamp(min, max),
+                        _ => v,
+                    })
+                    .collect();
+                let args = DirectArgs {
+                    x: xs,
+                    wts: &packed,
+                    bias: Some(&b),
+                    z: zs,
+                    act: &act,
+                };
+                check_all_isas(&k, &args, &want);
+            }
+        }
+    }
+
+    /// `k` on every ISA, its pixels and blocks split as threads would, against `want`.
+    fn check_all_isas(k: &DirectNhwc, args: &DirectArgs<'_>, want: &[f32]) {
+        let (g, cin, cout) = (k.g, k.cin, k.cout);
+        let (pixels, blocks) = (g.oh * g.ow, k.blocks());
+        for isa in Isa::available() {
+            let mut got = vec![f32::NAN; pixels * cout];
+            // Split pixels (a tile that does not fill) and blocks, as the threads would.
+            let ps = pixels / 2 + 1;
+            for (px, bl) in [
+                ((0, ps.min(pixels)), (0, blocks)),
+                ((ps.min(pixels), pixels), (0, blocks / 2)),
+                ((ps.min(pixels), pixels), (blocks / 2, blocks)),
+            ] {
+                // SAFETY: `got` holds the image's output; the calls run one after another.
+                unsafe { k.run(isa, args, px, bl, got.as_mut_ptr()) };
+            }
+            for (i, (a, b)) in got.iter().zip(want).enumerate() {
+                let tol = 1e-5 * (1.0 + (cin * g.kh * g.kw) as f32).sqrt();
+                assert!(
+                    (a - b).abs() <= tol,
+                    "{isa:?} {g:?} {cin}->{cout} {:?} at {i}: {a} vs {b}",
+                    args.act
+                );
             }
         }
     }
