@@ -41,8 +41,38 @@ impl Default for DenseHeads {
     }
 }
 
-fn gemm_error(e: gemm::GemmError) -> KernelError {
-    KernelError::invalid(format!("attention: {e}"))
+impl DenseHeads {
+    /// `c[m×n] = alpha · a[m×k] · op(b)` on one thread, every operand contiguous: `b` is
+    /// `[k×n]`, or `[n×k]` read transposed when `b_trans`.
+    fn product(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        alpha: f32,
+        a: &[f32],
+        b: &[f32],
+        b_trans: bool,
+        c: &mut [f32],
+    ) -> KernelResult<()> {
+        gemm::sgemm_isa(
+            self.isa,
+            &GemmParams::new(m, n, k).alpha(alpha),
+            AOperand::Raw {
+                data: a,
+                ld: k,
+                trans: false,
+            },
+            BOperand::Raw {
+                data: b,
+                ld: if b_trans { k } else { n },
+                trans: b_trans,
+            },
+            c,
+            n,
+            &Epilogue::NONE,
+            1,
+        )
+        .map_err(|e| KernelError::invalid(format!("attention: {e}")))
+    }
 }
 
 impl HeadMath for DenseHeads {
@@ -56,25 +86,7 @@ impl HeadMath for DenseHeads {
         k: &[f32],
         p: &mut [f32],
     ) -> KernelResult<()> {
-        gemm::sgemm_isa(
-            self.isa,
-            &GemmParams::new(lq, lk, d).alpha(scale),
-            AOperand::Raw {
-                data: q,
-                ld: d,
-                trans: false,
-            },
-            BOperand::Raw {
-                data: k,
-                ld: d,
-                trans: true,
-            },
-            p,
-            lk,
-            &Epilogue::NONE,
-            1,
-        )
-        .map_err(gemm_error)
+        self.product((lq, lk, d), scale, q, k, true, p)
     }
 
     fn softmax(&self, row: &mut [f32], bias: Option<&[f32]>) -> KernelResult<()> {
@@ -94,25 +106,7 @@ impl HeadMath for DenseHeads {
         v: &[f32],
         y: &mut [f32],
     ) -> KernelResult<()> {
-        gemm::sgemm_isa(
-            self.isa,
-            &GemmParams::new(lq, dv, lk),
-            AOperand::Raw {
-                data: p,
-                ld: lk,
-                trans: false,
-            },
-            BOperand::Raw {
-                data: v,
-                ld: dv,
-                trans: false,
-            },
-            y,
-            dv,
-            &Epilogue::NONE,
-            1,
-        )
-        .map_err(gemm_error)
+        self.product((lq, dv, lk), 1.0, p, v, false, y)
     }
 }
 

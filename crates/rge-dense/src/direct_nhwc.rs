@@ -15,7 +15,7 @@
 //! run time.
 
 use crate::depthwise::{DwGeometry, Isa};
-use crate::gemm::{activation, Activation};
+use crate::gemm::{activation, Activation, LINE_FLOATS};
 use rge_simd::{Scalar, Simd};
 
 /// Output channels per weight block: two AVX-512 vectors, four AVX2 ones.
@@ -327,21 +327,21 @@ unsafe fn group<
         } else {
             0
         };
-        let lines = (next_steps * BLOCK).div_ceil(LINE);
+        let lines = (next_steps * BLOCK).div_ceil(LINE_FLOATS);
         let next = job.a.wts.as_ptr().wrapping_add((b * depth + k1) * BLOCK);
         let per_tile = lines.div_ceil((g1 - g0).div_ceil(PX)).min(k1 - k0);
         let mut line = 0;
         let mut p = g0;
         while p < g1 {
             let n = (g1 - p).min(PX);
-            let pf_lines = per_tile.min(lines - line.min(lines));
+            let pf_lines = per_tile.min(lines.saturating_sub(line));
             let part = Part {
                 p,
                 n,
                 b,
                 k: (k0, k1),
                 // `wrapping_add`: a hint's address need not be in bounds.
-                pf: next.wrapping_add(line * LINE),
+                pf: next.wrapping_add(line * LINE_FLOATS),
                 pf_lines,
             };
             line += per_tile;
@@ -381,9 +381,6 @@ struct Part {
     pf: *const f32,
     pf_lines: usize,
 }
-
-/// Floats in a 64-byte cache line.
-const LINE: usize = 16;
 
 /// `n` (at most `PX`) pixels from `p` × block `b` over depth steps `[k.0, k.1)`: starts from
 /// the bias (first chunk) or the sums stored so far, adds the chunk's taps, stores the sums,
@@ -490,10 +487,10 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                 s.prefetch(wp.wrapping_add(PF));
                 s.prefetch(wp.wrapping_add(PF + 16));
                 s.prefetch(ahead);
-                ahead = ahead.wrapping_add(16);
+                ahead = ahead.wrapping_add(LINE_FLOATS);
                 if L2_AHEAD && pf_left > 0 {
                     s.prefetch_l2(pf);
-                    pf = pf.wrapping_add(LINE);
+                    pf = pf.wrapping_add(LINE_FLOATS);
                     pf_left -= 1;
                 }
                 let mut wv = [s.splat(0.0); U];

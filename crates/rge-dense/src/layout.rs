@@ -109,8 +109,9 @@ fn conv_candidate(g: &ComputeGraph, n: NodeId) -> Option<()> {
 fn pool_nhwc_op(g: &ComputeGraph, n: NodeId) -> Option<&'static str> {
     let op = g.op(n)?;
     let global = |name| {
+        // `dims_of` gives 4-D shapes only.
         let dims = dims_of(op.input(0))?;
-        let whole = dims.len() == 4 && dims[2] > 0 && dims[3] > 0;
+        let whole = dims[2] > 0 && dims[3] > 0;
         (whole && is_f32_out(g, n) && !has_control(g, n) && dims_of(op.output(0)).is_some())
             .then_some(name)
     };

@@ -26,6 +26,7 @@ pub(crate) use epilogue::activation;
 pub use epilogue::{Activation, Bias, Epilogue, Residual};
 pub use pack::{PackedA, PackedB, K_BLOCK, PANEL_A, PANEL_B};
 pub use simd::Isa;
+pub(crate) use simd::LINE_FLOATS;
 pub use tiles::{sgemm_column_tiles, TileGemm};
 
 use pack::check_raw;
