@@ -8,11 +8,12 @@
 //! a block's weights are one contiguous stream that stays in L2 while the block sweeps over the
 //! pixels. A padded input reads a zero-bordered copy ([`DirectNhwc::pad_image`]) so that every
 //! pixel runs the same tile, and a tile may span output rows (a 7×7 image is 49 pixels, not
-//! seven rows of seven). Bias, residual and activation are applied in registers.
+//! seven rows of seven). Bias, residual and a clamp activation (none, Relu, Clip) are applied
+//! in registers; other activations in a pass over the stored tile.
 //!
-//! Register tiles: AVX-512 12 pixels × 2 vectors, AVX2+FMA 3 × 4 (the weights as memory
-//! operands), and the baseline (the scalar twin the tests compare against) 1 × 32; chosen at
-//! run time.
+//! Register tiles: AVX-512 6 pixels × 4 vectors over a pair of whole blocks and 12 × 2 over a
+//! single one, AVX2+FMA 3 × 4 (the weights as memory operands), and the baseline (the scalar
+//! twin the tests compare against) 1 × 32; chosen at run time.
 
 use crate::depthwise::{DwGeometry, Isa};
 use crate::gemm::{activation, Activation, LINE_FLOATS};
@@ -215,9 +216,9 @@ impl DirectNhwc {
                 Isa::Avx512 if Isa::Avx512.is_available() => run_avx512(&job, pixels, blocks),
                 #[cfg(target_arch = "x86_64")]
                 Isa::Avx2 if Isa::Avx2.is_available() => run_avx2(&job, pixels, blocks),
-                _ => {
-                    run_simd::<Scalar, 1, 1, 1, BLOCK, { BLOCK / 2 }>(Scalar, &job, pixels, blocks)
-                }
+                _ => run_simd::<Scalar, 1, 1, 1, BLOCK, { BLOCK / 2 }, 0, 0, BLOCK>(
+                    Scalar, &job, pixels, blocks,
+                ),
             }
         }
     }
@@ -246,6 +247,9 @@ unsafe fn run_simd<
     const PX2: usize,
     const U: usize,
     const UH: usize,
+    const PP: usize,
+    const PPH: usize,
+    const U2: usize,
 >(
     s: S,
     job: &Job<'_, '_>,
@@ -254,6 +258,10 @@ unsafe fn run_simd<
 ) {
     debug_assert_eq!(U * S::LANES, BLOCK);
     let depth = job.k.g.kh * job.k.g.kw * job.k.cin;
+    // Pairs of whole blocks run as one tile of `PP` pixels when the ISA has one (`PP > 0`) and
+    // the blocks are not chunked.
+    let pairs = PP > 0 && depth <= CHUNKED_DEPTH;
+    let cout = job.k.cout;
     // Small weights (all the blocks' in L2) sweep the pixels once, group by group, every block
     // over a group while its input and output lines are in L1; large ones go block by block,
     // each block's weights read once from memory.
@@ -264,20 +272,79 @@ unsafe fn run_simd<
             .step_by(GROUP)
             .map(move |g0| (g0, (g0 + GROUP).min(p1)))
     };
+    // Whether block `b` starts a pair: it and the next are whole and in the range.
+    let pair_at = |b: usize| pairs && b + 1 < b1 && (b + 2) * BLOCK <= cout;
+    // No closures below: they would not inherit the ISA's target features.
     if weights <= GROUP_OUTER_WEIGHTS {
         for px in groups() {
-            for b in b0..b1 {
+            let mut b = b0;
+            while b < b1 {
                 // SAFETY: as this function's.
-                unsafe { group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth) };
+                unsafe {
+                    if pair_at(b) {
+                        group_pair::<S, PP, PPH, U2>(s, job, b, px, depth);
+                        b += 2;
+                    } else {
+                        group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth);
+                        b += 1;
+                    }
+                }
             }
         }
     } else {
-        for b in b0..b1 {
+        let mut b = b0;
+        while b < b1 {
+            let pair = pair_at(b);
             for px in groups() {
                 // SAFETY: as this function's.
-                unsafe { group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth) };
+                unsafe {
+                    if pair {
+                        group_pair::<S, PP, PPH, U2>(s, job, b, px, depth);
+                    } else {
+                        group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth);
+                    }
+                }
+            }
+            b += if pair { 2 } else { 1 };
+        }
+    }
+}
+
+/// Blocks `b` and `b + 1` (both whole, unchunked) over pixels `[g0, g1)`: tiles of `PP`
+/// pixels (`PPH` for a short last one) × `U2` vectors, two blocks' worth. On AVX-512, 6 × 4 against 12 × 2: the same 24 sums from 10 loads
+/// per depth step instead of 14 and six tap pointers instead of twelve, which no longer
+/// spill from the integer registers.
+///
+/// # Safety
+/// As [`group`], with `b + 1` a whole block.
+#[inline(always)]
+unsafe fn group_pair<S: Simd, const PP: usize, const PPH: usize, const U2: usize>(
+    s: S,
+    job: &Job<'_, '_>,
+    b: usize,
+    (g0, g1): (usize, usize),
+    depth: usize,
+) {
+    let mut p = g0;
+    while p < g1 {
+        let n = (g1 - p).min(PP);
+        let part = Part {
+            p,
+            n,
+            b,
+            k: (0, depth),
+            pf: std::ptr::null(),
+            pf_lines: 0,
+        };
+        // SAFETY: as `group`'s tiles; the pair's second block exists (the caller's).
+        unsafe {
+            if n <= PPH {
+                tile::<S, PPH, U2, false>(s, job, &part)
+            } else {
+                tile::<S, PP, U2, false>(s, job, &part)
             }
         }
+        p += n;
     }
 }
 
@@ -409,6 +476,10 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
         pf_lines: mut pf_left,
     } = *part;
     let c0 = b * BLOCK;
+    // Vectors per block: a tile of more (a pair of blocks) reads the next block's weights
+    // `bstride` floats further.
+    let ub = const { BLOCK / S::LANES };
+    let bstride = g.kh * g.kw * cin * BLOCK;
     let mut width = [0usize; U];
     for (u, w) in width.iter_mut().enumerate() {
         *w = cout.saturating_sub(c0 + u * S::LANES).min(S::LANES);
@@ -493,9 +564,13 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                     pf = pf.wrapping_add(LINE_FLOATS);
                     pf_left -= 1;
                 }
+                if U > ub {
+                    s.prefetch(wp.wrapping_add(bstride + PF));
+                    s.prefetch(wp.wrapping_add(bstride + PF + 16));
+                }
                 let mut wv = [s.splat(0.0); U];
                 for u in 0..U {
-                    wv[u] = s.load(wp.add(u * S::LANES));
+                    wv[u] = s.load(wp.add((u / ub) * bstride + (u % ub) * S::LANES));
                 }
                 for q in 0..PX {
                     let xv = s.splat(*xt[q].add(ci));
@@ -504,6 +579,25 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                     }
                 }
                 wp = wp.wrapping_add(BLOCK);
+            }
+        }
+        // The last chunk of a tile whose activation is a clamp (none, Relu, Clip) finishes in
+        // registers, by a loop with no branch on the operands (one instance with a residual,
+        // one without) so that it unrolls whole: with branches, `acc` went to memory.
+        let clamp = clamp_bounds(a.act).filter(|_| k1 == taps * cin);
+        if let Some((lo, hi)) = clamp {
+            let (lo, hi) = (s.splat(lo), s.splat(hi));
+            match a.z {
+                Some(z) => {
+                    // Pixels past `n` read the last one's residual (and are not stored).
+                    let zp = z.as_ptr().add(p * cout + c0);
+                    let mut rows = [zp; PX];
+                    for q in 0..PX {
+                        rows[q] = zp.add(q.min(n - 1) * cout);
+                    }
+                    finish::<S, PX, U, true>(s, &mut acc, &rows, &width, (lo, hi));
+                }
+                None => finish::<S, PX, U, false>(s, &mut acc, &[x; PX], &width, (lo, hi)),
             }
         }
         // The sums are stored first, by a loop small enough to unroll whole: an index into
@@ -523,7 +617,7 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                 }
             }
         }
-        if k1 < taps * cin || (a.z.is_none() && matches!(a.act, Activation::None)) {
+        if clamp.is_some() || k1 < taps * cin {
             return;
         }
         for q in 0..n {
@@ -534,12 +628,62 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                 }
                 let (off, w) = (at + u * S::LANES, width[u]);
                 let o = job.out.add(off);
-                let mut v = s.load_n(o, w, 0.0);
-                if let Some(z) = a.z {
-                    v = s.add(v, s.load_n(z.as_ptr().add(off), w, 0.0));
+                // Plain loads and stores for whole vectors: a masked load of a line just
+                // stored is not forwarded from the store buffer and waits for it to drain
+                // (a fifth of a 1×1 layer of 64 channels' time went there).
+                if w == S::LANES {
+                    let mut v = s.load(o);
+                    if let Some(z) = a.z {
+                        v = s.add(v, s.load(z.as_ptr().add(off)));
+                    }
+                    s.store(o, activation(s, a.act, v));
+                } else {
+                    let mut v = s.load_n(o, w, 0.0);
+                    if let Some(z) = a.z {
+                        v = s.add(v, s.load_n(z.as_ptr().add(off), w, 0.0));
+                    }
+                    s.store_n(o, activation(s, a.act, v), w);
                 }
-                s.store_n(o, activation(s, a.act, v), w);
             }
+        }
+    }
+}
+
+/// `(lo, hi)` with `activation(x) = min(hi, max(lo, x))`, for the activations that are one
+/// (NaN stays NaN through both).
+fn clamp_bounds(act: &Activation) -> Option<(f32, f32)> {
+    match *act {
+        Activation::None => Some((f32::NEG_INFINITY, f32::INFINITY)),
+        Activation::Relu => Some((0.0, f32::INFINITY)),
+        Activation::Clip { min, max } => Some((min, max)),
+        _ => None,
+    }
+}
+
+/// Adds each pixel's residual row (`rows[q]`, when `RESIDUAL`) to a tile's final sums and
+/// clamps them to `[lo, hi]`.
+///
+/// # Safety
+/// With `RESIDUAL`, every row holds the tile's channels (`width`).
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+unsafe fn finish<S: Simd, const PX: usize, const U: usize, const RESIDUAL: bool>(
+    s: S,
+    acc: &mut [[S::V; U]; PX],
+    rows: &[*const f32; PX],
+    width: &[usize; U],
+    (lo, hi): (S::V, S::V),
+) {
+    for q in 0..PX {
+        for u in 0..U {
+            let mut v = acc[q][u];
+            if RESIDUAL {
+                // SAFETY: the caller's.
+                v = s.add(v, unsafe {
+                    s.load_n(rows[q].add(u * S::LANES), width[u], 0.0)
+                });
+            }
+            acc[q][u] = s.min(hi, s.max(lo, v));
         }
     }
 }
@@ -550,7 +694,7 @@ unsafe fn run_avx512(job: &Job<'_, '_>, pixels: (usize, usize), blocks: (usize, 
     // SAFETY: reached only from `DirectNhwc::run` after the ISA check, with its contract.
     unsafe {
         let s = rge_simd::Avx512::new_unchecked();
-        run_simd::<_, 12, 4, 8, 2, 1>(s, job, pixels, blocks)
+        run_simd::<_, 12, 4, 8, 2, 1, 6, 3, 4>(s, job, pixels, blocks)
     }
 }
 
@@ -560,151 +704,9 @@ unsafe fn run_avx2(job: &Job<'_, '_>, pixels: (usize, usize), blocks: (usize, us
     // SAFETY: reached only from `DirectNhwc::run` after the ISA check, with its contract.
     unsafe {
         let s = rge_simd::Avx2::new_unchecked();
-        run_simd::<_, 3, 1, 2, 4, 2>(s, job, pixels, blocks)
+        run_simd::<_, 3, 1, 2, 4, 2, 0, 0, 4>(s, job, pixels, blocks)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The direct sum, in f64, of `conv + bias + z` on channels-last data (no activation).
-    fn naive(k: &DirectNhwc, x: &[f32], w: &[f32], b: &[f32], z: Option<&[f32]>) -> Vec<f32> {
-        let (g, cin, cout) = (&k.g, k.cin, k.cout);
-        let mut out = vec![0.0; g.oh * g.ow * cout];
-        for oy in 0..g.oh {
-            for ox in 0..g.ow {
-                for co in 0..cout {
-                    let mut acc = f64::from(b[co]);
-                    for i in 0..g.kh {
-                        for j in 0..g.kw {
-                            let iy = (oy * g.stride_h + i * g.dil_h) as isize - g.pad_top as isize;
-                            let ix = (ox * g.stride_w + j * g.dil_w) as isize - g.pad_left as isize;
-                            if iy < 0 || ix < 0 || iy as usize >= g.h || ix as usize >= g.w {
-                                continue;
-                            }
-                            for ci in 0..cin {
-                                let xv = x[(iy as usize * g.w + ix as usize) * cin + ci];
-                                let wv = w[((co * cin + ci) * g.kh + i) * g.kw + j];
-                                acc += f64::from(xv) * f64::from(wv);
-                            }
-                        }
-                    }
-                    let o = (oy * g.ow + ox) * cout + co;
-                    out[o] = (acc + z.map_or(0.0, |z| f64::from(z[o]))) as f32;
-                }
-            }
-        }
-        out
-    }
-
-    /// Every ISA against the direct sum over 1×1 and 3×3 filters, strides, dilations,
-    /// padding, channel counts that fill no vector, and split row ranges.
-    #[test]
-    fn every_isa_matches_the_direct_sum() {
-        let mut rnd = crate::test_values::values(31);
-        // (h, w, kh, kw, stride, dilation, pad_top, pad_left, pad_bottom, pad_right, cin, cout)
-        for &(h, w, kh, kw, st, d, pt, pl, pb, pr, cin, cout) in &[
-            (13, 14, 3, 3, 2, 1, 1, 1, 1, 1, 3, 16),
-            (9, 20, 1, 1, 1, 1, 0, 0, 0, 0, 33, 24),
-            (8, 8, 1, 1, 1, 1, 0, 0, 0, 0, 144, 16),
-            (7, 9, 3, 3, 1, 2, 2, 2, 2, 2, 5, 7),
-            (6, 11, 5, 3, 1, 1, 2, 1, 2, 1, 4, 32),
-            (2, 3, 5, 7, 1, 1, 2, 3, 2, 3, 2, 9),
-            (1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1),
-            (7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 40, 70),
-            (9, 8, 3, 3, 2, 1, 0, 0, 1, 1, 17, 64),
-            (10, 10, 3, 3, 1, 1, 0, 0, 0, 0, 8, 33),
-            // Deeper than CHUNKED_DEPTH: chunks, the next one fetched ahead (and across
-            // blocks), a half-width last block.
-            (5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 460, 40),
-            (6, 7, 3, 3, 2, 1, 1, 1, 1, 1, 600, 64),
-        ] {
-            let oh = (h + pt + pb - ((kh - 1) * d + 1)) / st + 1;
-            let ow = (w + pl + pr - ((kw - 1) * d + 1)) / st + 1;
-            let g = DwGeometry {
-                h,
-                w,
-                kh,
-                kw,
-                stride_h: st,
-                stride_w: st,
-                dil_h: d,
-                dil_w: d,
-                pad_top: pt,
-                pad_left: pl,
-                oh,
-                ow,
-            };
-            let k = DirectNhwc { g, cin, cout };
-            let x: Vec<f32> = (0..h * w * cin).map(|_| rnd()).collect();
-            let wt: Vec<f32> = (0..cout * cin * kh * kw).map(|_| rnd()).collect();
-            let b: Vec<f32> = (0..cout).map(|_| rnd()).collect();
-            let z: Vec<f32> = (0..oh * ow * cout).map(|_| rnd()).collect();
-            let packed = k.repack_weights(&wt);
-            let mut padded = vec![f32::NAN; k.padded_len()];
-            let xs = if k.needs_padding() {
-                k.pad_image(&x, &mut padded);
-                &padded[..]
-            } else {
-                &x[..]
-            };
-            // With and without a residual; activations after the stored sums.
-            let clip = Activation::Clip {
-                min: -0.3,
-                max: 0.4,
-            };
-            for (act, with_z) in [
-                (Activation::Relu, true),
-                (Activation::Relu, false),
-                (Activation::None, true),
-                (clip, true),
-            ] {
-                let zs = with_z.then_some(&z[..]);
-                let want: Vec<f32> = naive(&k, &x, &wt, &b, zs)
-                    .into_iter()
-                    .map(|v| match act {
-                        Activation::Relu => v.max(0.0),
-                        Activation::Clip { min, max } => v.clamp(min, max),
-                        _ => v,
-                    })
-                    .collect();
-                let args = DirectArgs {
-                    x: xs,
-                    wts: &packed,
-                    bias: Some(&b),
-                    z: zs,
-                    act: &act,
-                };
-                check_all_isas(&k, &args, &want);
-            }
-        }
-    }
-
-    /// `k` on every ISA, its pixels and blocks split as threads would, against `want`.
-    fn check_all_isas(k: &DirectNhwc, args: &DirectArgs<'_>, want: &[f32]) {
-        let (g, cin, cout) = (k.g, k.cin, k.cout);
-        let (pixels, blocks) = (g.oh * g.ow, k.blocks());
-        for isa in Isa::available() {
-            let mut got = vec![f32::NAN; pixels * cout];
-            // Split pixels (a tile that does not fill) and blocks, as the threads would.
-            let ps = pixels / 2 + 1;
-            for (px, bl) in [
-                ((0, ps.min(pixels)), (0, blocks)),
-                ((ps.min(pixels), pixels), (0, blocks / 2)),
-                ((ps.min(pixels), pixels), (blocks / 2, blocks)),
-            ] {
-                // SAFETY: `got` holds the image's output; the calls run one after another.
-                unsafe { k.run(isa, args, px, bl, got.as_mut_ptr()) };
-            }
-            for (i, (a, b)) in got.iter().zip(want).enumerate() {
-                let tol = 1e-5 * (1.0 + (cin * g.kh * g.kw) as f32).sqrt();
-                assert!(
-                    (a - b).abs() <= tol,
-                    "{isa:?} {g:?} {cin}->{cout} {:?} at {i}: {a} vs {b}",
-                    args.act
-                );
-            }
-        }
-    }
-}
+mod tests;
