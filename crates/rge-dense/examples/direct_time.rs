@@ -1,6 +1,7 @@
 //! Times the direct channels-last convolution kernel on one thread (a profiling aid):
 //! `cargo run --release -p rge-dense --example direct_time [CHANNELS]` (only layers with that
-//! filter size). Prints ms per layer and the share of the FMA peak it implies at the
+//! filter size; `RGE_DIRECT_LAYER=size,kernel,stride,pad,cin,cout` for one layer of your own).
+//! Prints ms per layer and the share of the FMA peak it implies at the
 //! given GHz·FMA-units figure (`RGE_PEAK_GFLOPS`, default 0: not printed).
 use rge_dense::depthwise::{DwGeometry, Isa};
 use rge_dense::direct_nhwc::{DirectArgs, DirectNhwc};
@@ -11,8 +12,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
+    // `RGE_DIRECT_LAYER=size,kernel,stride,pad,cin,cout`: that layer only.
+    let custom: Option<Vec<usize>> = std::env::var("RGE_DIRECT_LAYER")
+        .ok()
+        .map(|v| v.split(',').filter_map(|d| d.parse().ok()).collect());
+    let custom = custom.and_then(|v| match v[..] {
+        [h, k, s, p, cin, cout] => Some((h, k, s, p, cin, cout)),
+        _ => None,
+    });
     // ResNet's 3×3 layers and its stem: (size, kernel, stride, pad, cin, cout).
-    for (h, k, s, p, cin, cout) in [
+    let resnet = [
         (56usize, 3usize, 1usize, 1usize, 64usize, 64usize),
         (28, 3, 1, 1, 128, 128),
         (14, 3, 1, 1, 256, 256),
@@ -25,7 +34,9 @@ fn main() {
         (28, 1, 1, 0, 128, 512),
         (14, 1, 1, 0, 1024, 256),
         (7, 1, 1, 0, 2048, 512),
-    ] {
+    ];
+    let layers = custom.map_or(resnet.to_vec(), |l| vec![l]);
+    for (h, k, s, p, cin, cout) in layers {
         if only.is_some_and(|kk| kk != k) {
             continue;
         }
@@ -62,7 +73,8 @@ fn main() {
         };
         let mut out = vec![0.0f32; o * o * cout];
         let flops = 2.0 * (o * o * cout * cin * k * k) as f64;
-        for isa in Isa::available() {
+        // The scalar twin is for the tests: hundreds of times slower.
+        for isa in Isa::available().into_iter().filter(|i| *i != Isa::Scalar) {
             let run = |out: &mut Vec<f32>| {
                 // SAFETY: `out` holds the whole output; one call at a time.
                 unsafe { kd.run(isa, &args, (0, o * o), (0, kd.blocks()), out.as_mut_ptr()) }

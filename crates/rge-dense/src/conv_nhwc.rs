@@ -5,7 +5,7 @@
 //! Channels-last makes every output pixel's channels contiguous, so the bias is per vector
 //! lane and the residual is read in place:
 //! - 1×1, stride 1, no padding, more than [`MAX_DIRECT_COUT`] output and [`MAX_DIRECT_CIN`]
-//!   input channels: one GEMM,
+//!   input channels without AVX-512, deeper than the direct kernel's chunks with it: one GEMM,
 //!   `Y[N·H·W × Cout] = X[N·H·W × Cin] · Wᵀ`, with X read as it is and W packed;
 //! - other ungrouped convolutions: the direct kernel of `direct_nhwc.rs` (no patch matrix, no
 //!   packing of the input; a zero-bordered copy of a padded input);
@@ -36,8 +36,9 @@ const DIRECT_PAR_WORK: usize = 256 * 1024;
 /// Pixel splits fall on multiples of the widest register tile (AVX-512's 12 pixels).
 const DIRECT_PIXEL_ALIGN: usize = 12;
 
-/// A 1×1 stride-1 convolution runs on the direct kernel, not the GEMM, when it has at most
-/// this many output channels or at most [`MAX_DIRECT_CIN`] input channels. The GEMM's 32-column
+/// Without AVX-512, a 1×1 stride-1 convolution runs on the direct kernel, not the GEMM, when it
+/// has at most this many output channels or at most [`MAX_DIRECT_CIN`] input channels (with
+/// AVX-512, see [`pointwise_as_gemm`]). The GEMM's 32-column
 /// tiles would be half empty, and with few steps its packing and tile overheads cost more than
 /// the arithmetic. Measured in ResNet-50 at 1 thread (GEMM → direct, ms): 56² 256→64
 /// 0.92 → 0.61, 56² 256→128 1.35 → 1.16, 56² 64→256 0.87 → 0.76, 28² 512→128 0.65 → 0.59;
@@ -49,9 +50,19 @@ pub const MAX_DIRECT_COUT: usize = 128;
 /// See [`MAX_DIRECT_COUT`].
 pub const MAX_DIRECT_CIN: usize = 64;
 
-/// Whether a pointwise convolution of `cin` → `cout` channels runs as one GEMM.
+/// Whether a pointwise convolution of `cin` → `cout` channels runs as one GEMM on this
+/// machine. With AVX-512 the direct kernel's 6 × 4 tiles with the residual and activation in
+/// registers beat the GEMM plus its epilogue in the model on every pointwise layer of
+/// ResNet-50 (the summed 1×1 time 4% lower at 1 thread; 28² 128→512 0.78 → 0.68 ms, 28²
+/// 512→256 1.59 → 1.21), though the bare GEMM is faster on its own: so only inputs too deep for
+/// those tiles (chunked) stay on the GEMM. The AVX2 direct tiles reach about 60% of the GEMM's
+/// speed on wide layers, so there the channel thresholds hold.
 fn pointwise_as_gemm(cin: usize, cout: usize) -> bool {
-    cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN
+    if Isa::best() == Isa::Avx512 {
+        cin > direct_nhwc::CHUNKED_DEPTH
+    } else {
+        cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN
+    }
 }
 
 /// The kernel: its window, group, activation and its constant weights, packed for the GEMM
@@ -313,7 +324,8 @@ impl Kernel for ConvNhwcKernel {
         let d = Dims { n, cin, cout, g };
         let io = Io { x: xv, bias, z };
         let pointwise = g.is_pointwise();
-        if !depthwise && pointwise && pointwise_as_gemm(cin, cout) {
+        // Weights packed at compile time run the GEMM (a model saved on another machine).
+        if !depthwise && pointwise && (packed.is_some() || pointwise_as_gemm(cin, cout)) {
             let owned;
             let b_op = match packed {
                 Some(p) => BOperand::Packed(p),

@@ -29,7 +29,7 @@ pub const BLOCK: usize = 32;
 const K_CHUNK: usize = 256;
 
 /// The depth above which blocks are cut into chunks (512 KiB of a block's weights).
-const CHUNKED_DEPTH: usize = 4096;
+pub const CHUNKED_DEPTH: usize = 4096;
 
 /// Output pixels per group: its sums (12 KiB of a block) stay in L1 between depth chunks.
 const GROUP: usize = 96;

@@ -558,6 +558,28 @@ fn large_pointwise_convs_split_columns_over_threads() {
     check(&c, rge_dense::kernels::create_conv).unwrap();
 }
 
+/// A 1×1 convolution deeper than the direct kernel's chunks (4096 input channels): the GEMM on
+/// every ISA, with constant (packed) and computed weights; and a wide one (the direct kernel's
+/// pairs of blocks with AVX-512, the GEMM without).
+#[test]
+fn deep_and_wide_pointwise_nhwc_convs_match_the_reference() {
+    for (n, cin, h, w, cout) in [
+        (1usize, 4100usize, 3usize, 5usize, 40usize),
+        (2, 96, 9, 7, 160),
+    ] {
+        let c = Case {
+            op: "Conv",
+            attrs: AttrMap::new(),
+            inputs: vec![
+                Some(tensor(&[n, cin, h, w], 21)),
+                Some(tensor(&[cout, cin, 1, 1], 22)),
+                Some(tensor(&[cout], 23)),
+            ],
+        };
+        check_nhwc(&c).unwrap();
+    }
+}
+
 /// Depthwise on both kernels (the plane kernel for 36×40 outputs, 16-channel blocks for 9×10),
 /// a batch of 2 and 1 and 2 threads: the planes and blocks are split into parts per thread.
 #[test]
