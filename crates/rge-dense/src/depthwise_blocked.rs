@@ -296,8 +296,12 @@ unsafe fn chunk<S: Simd, const NA: usize>(s: S, a: &BlockArgs<'_>, p0: usize, ob
     let bases: [usize; NA] =
         std::array::from_fn(|k| a.plan.pixels[p0 + k / per_pixel] + k % per_pixel * S::LANES);
     // SAFETY: the bias holds 16 floats; every read below is a pixel's tap inside the block.
-    let mut acc: [S::V; NA] =
-        std::array::from_fn(|k| unsafe { s.load(a.bb.as_ptr().add(k % per_pixel * S::LANES)) });
+    // A loop, not `array::from_fn`: a closure does not inherit the ISA's target features, so
+    // its loads would be calls.
+    let mut acc = [s.splat(0.0); NA];
+    for (k, acc) in acc.iter_mut().enumerate() {
+        *acc = unsafe { s.load(a.bb.as_ptr().add(k % per_pixel * S::LANES)) };
+    }
     for (t, &off) in a.plan.taps.iter().enumerate() {
         let w = a.wb[t * BLOCK..(t + 1) * BLOCK].as_ptr();
         for (k, acc) in acc.iter_mut().enumerate() {

@@ -243,14 +243,14 @@ impl Simd for Avx512 {
         let (load, store) = (mask(cols), mask(rows));
         // SAFETY: see the impl; masked loads and stores touch only the first `cols` floats of
         // each of the first `rows` rows, and the first `rows` of the first `cols` columns.
+        // Plain loops, not `array::from_fn`: a closure does not inherit the caller's target
+        // features, so the intrinsics inside it were calls, not instructions (the transpose
+        // ran several times slower).
         unsafe {
-            let r: [__m512; 16] = std::array::from_fn(|i| {
-                if i < rows {
-                    _mm512_maskz_loadu_ps(load, src.add(i * src_stride))
-                } else {
-                    _mm512_setzero_ps()
-                }
-            });
+            let mut r = [_mm512_setzero_ps(); 16];
+            for (i, v) in r.iter_mut().enumerate().take(rows) {
+                *v = _mm512_maskz_loadu_ps(load, src.add(i * src_stride));
+            }
             let t = transpose16x16(r);
             for (c, v) in t.iter().enumerate().take(cols) {
                 _mm512_mask_storeu_ps(dst.add(c * dst_stride), store, *v);
@@ -260,55 +260,44 @@ impl Simd for Avx512 {
 }
 
 /// A 16×16 transpose in registers: interleave lanes, then pairs, then 128-bit quarters twice
-/// (64 shuffles for 256 floats; a scalar copy moves one float per instruction).
-#[inline(always)]
-fn transpose16x16(r: [__m512; 16]) -> [__m512; 16] {
-    // SAFETY: called only from `transpose16`, whose caller holds an `Avx512` token.
-    unsafe {
-        let pd = _mm512_castps_pd;
-        let ps = _mm512_castpd_ps;
-        // Rows 2k, 2k+1 → lanes interleaved.
-        let a: [__m512; 16] = std::array::from_fn(|i| {
-            let (x, y) = (r[i & !1], r[i | 1]);
-            if i % 2 == 0 {
-                _mm512_unpacklo_ps(x, y)
-            } else {
-                _mm512_unpackhi_ps(x, y)
-            }
-        });
-        // Pairs of a[4k + {0,2}] and a[4k + {1,3}].
-        let b: [__m512; 16] = std::array::from_fn(|i| {
-            let base = i & !3;
-            let (x, y) = match i % 4 {
-                0 | 1 => (a[base], a[base + 2]),
-                _ => (a[base + 1], a[base + 3]),
-            };
-            if i % 2 == 0 {
-                ps(_mm512_unpacklo_pd(pd(x), pd(y)))
-            } else {
-                ps(_mm512_unpackhi_pd(pd(x), pd(y)))
-            }
-        });
-        // Quarters: b[8k + j] with b[8k + j + 4], even quarters then odd ones.
-        let c: [__m512; 16] = std::array::from_fn(|i| {
-            let base = i & !7;
-            let j = i % 4;
-            let (x, y) = (b[base + j], b[base + j + 4]);
-            if i % 8 < 4 {
-                _mm512_shuffle_f32x4::<0x88>(x, y)
-            } else {
-                _mm512_shuffle_f32x4::<0xdd>(x, y)
-            }
-        });
-        // Halves: c[j] with c[j + 8].
-        std::array::from_fn(|i| {
-            let j = i % 8;
-            let (x, y) = (c[j], c[j + 8]);
-            if i < 8 {
-                _mm512_shuffle_f32x4::<0x88>(x, y)
-            } else {
-                _mm512_shuffle_f32x4::<0xdd>(x, y)
-            }
-        })
+/// (64 shuffles for 256 floats; a scalar copy moves one float per instruction). Loops with
+/// constant bounds that unroll whole, and no closures (see `transpose16`).
+///
+/// # Safety
+/// The CPU has AVX-512F.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose16x16(r: [__m512; 16]) -> [__m512; 16] {
+    use std::arch::x86_64::{_mm512_castpd_ps as ps, _mm512_castps_pd as pd};
+    // Rows 2k, 2k+1 → lanes interleaved.
+    let mut a = r;
+    for i in (0..16).step_by(2) {
+        a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     }
+    // Pairs of a[4k + {0,2}] and a[4k + {1,3}].
+    let mut b = a;
+    for base in (0..16).step_by(4) {
+        for (o, (x, y)) in [(0, (0, 2)), (2, (1, 3))] {
+            let (x, y) = (pd(a[base + x]), pd(a[base + y]));
+            b[base + o] = ps(_mm512_unpacklo_pd(x, y));
+            b[base + o + 1] = ps(_mm512_unpackhi_pd(x, y));
+        }
+    }
+    // Quarters: b[8k + j] with b[8k + j + 4], even quarters then odd ones.
+    let mut c = b;
+    for base in (0..16).step_by(8) {
+        for j in 0..4 {
+            let (x, y) = (b[base + j], b[base + j + 4]);
+            c[base + j] = _mm512_shuffle_f32x4::<0x88>(x, y);
+            c[base + j + 4] = _mm512_shuffle_f32x4::<0xdd>(x, y);
+        }
+    }
+    // Halves: c[j] with c[j + 8].
+    let mut d = c;
+    for j in 0..8 {
+        d[j] = _mm512_shuffle_f32x4::<0x88>(c[j], c[j + 8]);
+        d[j + 8] = _mm512_shuffle_f32x4::<0xdd>(c[j], c[j + 8]);
+    }
+    d
 }

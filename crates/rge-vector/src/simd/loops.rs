@@ -388,6 +388,29 @@ fn step<S: Simd>(s: S, op: Reduce, acc: S::V, v: S::V) -> S::V {
     }
 }
 
+// The two helpers below are functions, not closures inside `reduce`: a closure does not
+// inherit the ISA's target features, so the intrinsics it calls stayed calls.
+
+/// Two accumulators' partial results merged: as sums (the terms are already squared or
+/// absolute) or as max/min.
+#[inline(always)]
+fn merge<S: Simd>(s: S, op: Reduce, a: S::V, b: S::V) -> S::V {
+    match op {
+        Reduce::Max | Reduce::Min => step(s, op, a, b),
+        _ => s.add(a, b),
+    }
+}
+
+/// One vector's lanes reduced to a float.
+#[inline(always)]
+fn horizontal<S: Simd>(s: S, op: Reduce, v: S::V) -> f32 {
+    match op {
+        Reduce::Max => s.hmax(v),
+        Reduce::Min => s.hmin(v),
+        _ => s.hsum(v),
+    }
+}
+
 /// The reduction of `x`; sums in four f32 vector accumulators per 4·LANES block, added in
 /// f64 block by block so long rows keep their precision.
 ///
@@ -399,11 +422,6 @@ pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
     let id = op.identity();
     let n = x.len();
     let p = x.as_ptr();
-    let horiz = |v: S::V| match op {
-        Reduce::Max => s.hmax(v),
-        Reduce::Min => s.hmin(v),
-        _ => s.hsum(v),
-    };
     let mut total = id as f64;
     let combine = |t: f64, v: f32| match op {
         Reduce::Max => {
@@ -443,14 +461,8 @@ pub unsafe fn reduce<S: Simd>(s: S, op: Reduce, x: &[f32]) -> f32 {
             acc[0] = step(s, op, acc[0], v);
             i += l;
         }
-        // The accumulators hold partial results: merge them as sums (the terms are already
-        // squared or absolute) or as max/min.
-        let merge = |a: S::V, b: S::V| match op {
-            Reduce::Max | Reduce::Min => step(s, op, a, b),
-            _ => s.add(a, b),
-        };
-        let v = merge(merge(acc[0], acc[1]), merge(acc[2], acc[3]));
-        total = combine(total, horiz(v));
+        let (m01, m23) = (merge(s, op, acc[0], acc[1]), merge(s, op, acc[2], acc[3]));
+        total = combine(total, horizontal(s, op, merge(s, op, m01, m23)));
         start = end;
     }
     total as f32
