@@ -123,14 +123,25 @@ impl DirectNhwc {
         hp * wp * self.cin
     }
 
+    /// Floats per row of the padded copy.
+    pub fn padded_row(&self) -> usize {
+        self.padded_dims().1 * self.cin
+    }
+
     /// The padded copy of one image `x` (`[h, w, Cin]`) into `xp` ([`DirectNhwc::padded_len`]
     /// floats): zeros where a tap falls outside the image.
     pub fn pad_image(&self, x: &[f32], xp: &mut [f32]) {
+        self.pad_rows(x, 0, &mut xp[..self.padded_len()]);
+    }
+
+    /// Rows `[r0, r0 + n)` of the padded copy of `x` into `rows` (`n` whole padded rows,
+    /// [`DirectNhwc::padded_row`] floats each): threads pad bands of one image.
+    pub fn pad_rows(&self, x: &[f32], r0: usize, rows: &mut [f32]) {
         let g = &self.g;
-        let (hp, wp) = self.padded_dims();
+        let wp = self.padded_dims().1;
         let cin = self.cin;
-        for (r, row) in xp[..hp * wp * cin].chunks_exact_mut(wp * cin).enumerate() {
-            let iy = r as isize - g.pad_top as isize;
+        for (i, row) in rows.chunks_exact_mut(wp * cin).enumerate() {
+            let iy = (r0 + i) as isize - g.pad_top as isize;
             if iy < 0 || iy as usize >= g.h {
                 row.fill(0.0);
                 continue;
