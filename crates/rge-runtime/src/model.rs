@@ -111,6 +111,16 @@ impl Model {
         self.program.outputs.iter().map(|o| o.0.as_str()).collect()
     }
 
+    /// Hands a run's outputs back once the caller is done with them: the next runs' outputs
+    /// outside the arena (a graph output is one) take their buffers instead of fresh memory,
+    /// which comes zeroed. ONNX Runtime's arena does the same with released outputs. In a
+    /// single-Conv model the zeroing was 14% of a run, on the calling thread.
+    pub fn recycle(&self, outputs: Vec<Value>) {
+        for v in outputs {
+            self.program.allocator.recycle(v);
+        }
+    }
+
     /// Runs with inputs in order, with the model's executor.
     pub fn run(&self, inputs: &[Value]) -> RuntimeResult<Vec<Value>> {
         self.run_with(inputs, self.executor, None)

@@ -239,6 +239,39 @@ fn dynamic_shapes_run_from_run_time_buffers() {
     assert!(model.program().allocator.stats().0 > before);
 }
 
+/// Outputs handed back with `Model::recycle` are the next run's output buffers (no fresh
+/// zeroed memory), and that run overwrites their old values. 64 KiB: an output that large has
+/// a buffer of its own rather than a place in the arena.
+#[test]
+fn recycled_outputs_become_the_next_runs_buffers() {
+    let m = model(
+        graph(
+            "static",
+            vec![node("Add", "add", &["x", "x"], &["y"])],
+            vec![vi("x", F32, Some(&[128, 128]))],
+            vec![vi("y", F32, Some(&[128, 128]))],
+            vec![],
+        ),
+        17,
+    );
+    let mut s = Session::new(SessionOptions::with_kernels(kernels())).unwrap();
+    s.add_graph(0, to_graph(&m)).unwrap();
+    let model = s.build_graph(0).unwrap();
+    let first = model
+        .run(&[tensor(&[128, 128], vec![3.0; 128 * 128])])
+        .unwrap();
+    let hits = model.program().allocator.stats().0;
+    model.recycle(first);
+    let x: Vec<f32> = (0..128 * 128).map(|i| (i % 97) as f32 - 48.0).collect();
+    let out = model.run(&[tensor(&[128, 128], x.clone())]).unwrap();
+    assert_eq!(model.program().allocator.stats().0, hits + 1);
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(
+        out[0].as_tensor().unwrap().as_slice::<f32>().unwrap(),
+        &want[..]
+    );
+}
+
 #[test]
 fn scan8_with_sequence_lens_and_reverse_direction() {
     // Scan-8: batch axis first; batch item 1 scans 2 of 3 steps, reversed; its third scan

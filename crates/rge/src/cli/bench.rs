@@ -123,12 +123,16 @@ pub fn run(args: &BenchArgs) -> CliResult {
         m.run_with(&inputs, executor, profile)
             .map_err(|e| CliError::new(format!("{}: {e}", args.model.display())))
     };
+    // Each run's outputs go back to the model before the next (`Model::recycle`), as a serving
+    // loop would hand them back: the runs measure the model, not fresh zeroed memory.
+    let mut outs = Vec::new();
     for _ in 0..args.warmup {
-        run_once(None)?;
+        m.recycle(std::mem::take(&mut outs));
+        outs = run_once(None)?;
     }
     let mut times = Vec::with_capacity(args.runs);
-    let mut outs = Vec::new();
     for _ in 0..args.runs {
+        m.recycle(std::mem::take(&mut outs));
         let t = Instant::now();
         outs = run_once(None)?;
         times.push(ms(t));
