@@ -322,9 +322,9 @@ unsafe fn run_simd<
 }
 
 /// Blocks `b` and `b + 1` (both whole, unchunked) over pixels `[g0, g1)`: tiles of `PP`
-/// pixels (`PPH` for a short last one) × `U2` vectors, two blocks' worth. On AVX-512, 6 × 4 against 12 × 2: the same 24 sums from 10 loads
-/// per depth step instead of 14 and six tap pointers instead of twelve, which no longer
-/// spill from the integer registers.
+/// pixels (`PPH` for a short last one) × `U2` vectors, two blocks' worth. On AVX-512, 6 × 4
+/// against 12 × 2: the same 24 sums from 10 loads per depth step instead of 14, and six tap
+/// pointers instead of twelve, which no longer spill from the integer registers.
 ///
 /// # Safety
 /// As [`group`], with `b + 1` a whole block.
@@ -595,7 +595,7 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
         // The last chunk of a tile whose activation is a clamp (none, Relu, Clip) finishes in
         // registers, by a loop with no branch on the operands (one instance with a residual,
         // one without) so that it unrolls whole: with branches, `acc` went to memory.
-        let clamp = clamp_bounds(a.act).filter(|_| k1 == taps * cin);
+        let clamp = a.act.clamp_bounds().filter(|_| k1 == taps * cin);
         if let Some((lo, hi)) = clamp {
             let (lo, hi) = (s.splat(lo), s.splat(hi));
             match a.z {
@@ -657,17 +657,6 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                 }
             }
         }
-    }
-}
-
-/// `(lo, hi)` with `activation(x) = min(hi, max(lo, x))`, for the activations that are one
-/// (NaN stays NaN through both).
-fn clamp_bounds(act: &Activation) -> Option<(f32, f32)> {
-    match *act {
-        Activation::None => Some((f32::NEG_INFINITY, f32::INFINITY)),
-        Activation::Relu => Some((0.0, f32::INFINITY)),
-        Activation::Clip { min, max } => Some((min, max)),
-        _ => None,
     }
 }
 

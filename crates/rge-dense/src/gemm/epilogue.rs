@@ -41,6 +41,17 @@ pub enum Activation {
 impl Activation {
     /// SiLU: `x · sigmoid(x)`.
     pub const SILU: Activation = Activation::Swish { alpha: 1.0 };
+
+    /// `(lo, hi)` with `activation(x) = min(hi, max(lo, x))`, for the activations that are a
+    /// clamp (NaN stays NaN through both): none, Relu and Clip.
+    pub fn clamp_bounds(&self) -> Option<(f32, f32)> {
+        match *self {
+            Activation::None => Some((f32::NEG_INFINITY, f32::INFINITY)),
+            Activation::Relu => Some((0.0, f32::INFINITY)),
+            Activation::Clip { min, max } => Some((min, max)),
+            _ => None,
+        }
+    }
 }
 
 /// A bias added to every output element before the activation.
