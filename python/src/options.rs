@@ -8,13 +8,14 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use rge::engines::EngineArgs;
-use rge_runtime::ExecutorKind;
+use rge_runtime::{ExecutorKind, ThreadPinning};
 
 /// What a session was asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub engines: EngineArgs,
     pub threads: Option<usize>,
+    pub pin_threads: ThreadPinning,
     pub executor: ExecutorKind,
     /// `--shape NAME=DIMS` values.
     pub shapes: Vec<String>,
@@ -58,6 +59,7 @@ const ALWAYS: &str = "local";
 #[allow(clippy::too_many_arguments)]
 pub fn read(
     threads: Option<i64>,
+    pin_threads: Option<String>,
     engines: Option<&Bound<'_, PyAny>>,
     exclude_engines: Option<&Bound<'_, PyAny>>,
     engine_type: Option<String>,
@@ -75,6 +77,12 @@ pub fn read(
                 "option `threads`: must be at least 1, got {t}"
             )))
         }
+    };
+    let pin_threads = match pin_threads {
+        None => ThreadPinning::Auto,
+        Some(p) => p
+            .parse::<ThreadPinning>()
+            .map_err(|e| PyValueError::new_err(format!("option `pin_threads`: {e}")))?,
     };
     let plugins = engine_plugins.unwrap_or_default();
     let mut exclude: Vec<String> = match exclude_engines {
@@ -128,6 +136,7 @@ pub fn read(
             ..EngineArgs::default()
         },
         threads,
+        pin_threads,
         executor,
         shapes: shape_args,
         profiling: enable_profiling,

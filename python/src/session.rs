@@ -104,7 +104,7 @@ pub struct InferenceSession {
 }
 
 fn build(path: &Path, o: &Options) -> Result<Built, rge::cli::CliError> {
-    let s = rge::cli::run::session(o.executor, o.threads, &o.engines)?;
+    let s = rge::cli::run::session(o.executor, o.threads, o.pin_threads, &o.engines)?;
     shape_args::build(&s, path, &o.shapes)
 }
 
@@ -124,11 +124,11 @@ fn path_of(ob: &Bound<'_, PyAny>, what: &str) -> PyResult<PathBuf> {
 impl InferenceSession {
     /// `InferenceSession(path, threads=None, engines=None, exclude_engines=None,
     /// engine_type=None, engine_plugins=None, executor=None, shapes=None,
-    /// enable_profiling=False, profile_file_prefix="rge_profile")`
+    /// enable_profiling=False, profile_file_prefix="rge_profile", pin_threads="auto")`
     #[new]
     #[pyo3(signature = (path, threads=None, engines=None, exclude_engines=None, engine_type=None,
         engine_plugins=None, executor=None, shapes=None, enable_profiling=false,
-        profile_file_prefix=None, providers=None))]
+        profile_file_prefix=None, providers=None, pin_threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -143,12 +143,14 @@ impl InferenceSession {
         enable_profiling: bool,
         profile_file_prefix: Option<String>,
         providers: Option<&Bound<'_, PyAny>>,
+        pin_threads: Option<String>,
     ) -> PyResult<Self> {
         // onnxruntime's `providers=` is accepted and ignored: rge places nodes by engine cost.
         let _ = providers;
         let path = path_of(path, "path")?;
         let options = options::read(
             threads,
+            pin_threads,
             engines,
             exclude_engines,
             engine_type,
@@ -435,6 +437,7 @@ pub fn compile(
     let src = path_of(model, "model")?;
     let out = path_of(output, "output")?;
     let o = options::read(
+        None,
         None,
         engines,
         exclude_engines,

@@ -115,6 +115,8 @@ def test_bad_files_and_options_raise_with_the_command_lines_message(tmp_path):
     path = dynamic_model(tmp_path)
     with pytest.raises(ValueError, match="option `threads`"):
         rge.InferenceSession(path, threads=0)
+    with pytest.raises(ValueError, match="option `pin_threads`: `always` is not one of"):
+        rge.InferenceSession(path, pin_threads="always")
     with pytest.raises(ValueError, match="option `engines`.*nosuch"):
         rge.InferenceSession(path, engines=["nosuch"])
     with pytest.raises(ValueError, match="executor"):

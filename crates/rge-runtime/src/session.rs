@@ -13,6 +13,7 @@ use crate::error::{RuntimeError, RuntimeResult};
 use crate::exec::ExecutorKind;
 use crate::lower::{graph_opsets, lower_graph, LowerEnv};
 use crate::model::{Model, RunKeys};
+use crate::pinning::{pin_current_thread, ThreadPinning};
 use crate::single_op::SingleOp;
 
 /// Session options.
@@ -44,6 +45,8 @@ pub struct SessionOptions {
     /// run goes to this pool rather than rayon's global one. Sessions of the same thread count
     /// made on that thread share the pool, which lives as long as the thread.
     pub caller_in_pool: bool,
+    /// Whether the pool's workers are pinned to CPUs (see [`ThreadPinning`]).
+    pub pin_threads: ThreadPinning,
 }
 
 impl Default for SessionOptions {
@@ -57,6 +60,7 @@ impl Default for SessionOptions {
             kernel_threads: 1,
             keep_compiled_state: false,
             caller_in_pool: false,
+            pin_threads: ThreadPinning::Auto,
         }
     }
 }
@@ -104,10 +108,20 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn pool_builder(threads: usize) -> rayon::ThreadPoolBuilder {
-    rayon::ThreadPoolBuilder::new()
+/// A pool of `threads` workers, worker `i` pinned to `cpus[i]` when `cpus` is given.
+fn pool_builder(threads: usize, cpus: Option<Arc<[usize]>>) -> rayon::ThreadPoolBuilder {
+    let b = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(|i| format!("rge-worker-{i}"))
+        .thread_name(|i| format!("rge-worker-{i}"));
+    match cpus {
+        // A CPU the OS refuses leaves its worker unpinned: slower at worst, never wrong.
+        Some(cpus) => b.start_handler(move |i| {
+            if let Some(&cpu) = cpus.get(i) {
+                pin_current_thread(cpu);
+            }
+        }),
+        None => b,
+    }
 }
 
 thread_local! {
@@ -121,7 +135,7 @@ thread_local! {
 /// The pool of `threads` threads this thread is worker 0 of: the one it joined before when it
 /// has that many threads, else a new one when the thread is in no pool yet; `None` otherwise
 /// (the caller makes a pool of its own threads).
-fn joined_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+fn joined_pool(threads: usize, cpus: Option<Vec<usize>>) -> Option<Arc<rayon::ThreadPool>> {
     JOINED
         .try_with(|j| {
             let mut j = j.try_borrow_mut().ok()?;
@@ -131,7 +145,16 @@ fn joined_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
             if rayon::current_thread_index().is_some() {
                 return None;
             }
-            let p = Arc::new(pool_builder(threads).use_current_thread().build().ok()?);
+            let cpus: Option<Arc<[usize]>> = cpus.map(Arc::from);
+            let p = pool_builder(threads, cpus.clone())
+                .use_current_thread()
+                .build()
+                .ok()?;
+            // rayon runs no start handler on the thread it takes over: worker 0 is pinned here.
+            if let Some(&cpu) = cpus.as_deref().and_then(|c| c.first()) {
+                pin_current_thread(cpu);
+            }
+            let p = Arc::new(p);
             *j = Some(Arc::clone(&p));
             Some(p)
         })
@@ -153,13 +176,20 @@ impl Session {
                 format!("{threads} is too many"),
             ));
         }
+        // Kernels split over the pool, or nodes run side by side: every worker has work.
+        let busy = options.kernel_threads > 1
+            || !matches!(
+                options.executor,
+                ExecutorKind::Sequential | ExecutorKind::Topological
+            );
+        let cpus = options.pin_threads.cpus_for(threads, busy);
         let joined = (options.caller_in_pool && threads > 1)
-            .then(|| joined_pool(threads))
+            .then(|| joined_pool(threads, cpus.clone()))
             .flatten();
         let pool = match joined {
             Some(p) => p,
             None => Arc::new(
-                pool_builder(threads)
+                pool_builder(threads, cpus.map(Arc::from))
                     .build()
                     .map_err(|e| RuntimeError::option("threads", e.to_string()))?,
             ),
@@ -355,5 +385,39 @@ impl Session {
 
     pub(crate) fn op_cache(&self) -> &Mutex<HashMap<String, Arc<SingleOp>>> {
         &self.ops_cache
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pinning::allowed_cpus;
+
+    fn worker_masks(pin: ThreadPinning) -> Vec<Option<Vec<usize>>> {
+        let s = Session::new(SessionOptions {
+            threads: 2,
+            pin_threads: pin,
+            ..SessionOptions::default()
+        })
+        .expect("session");
+        let pool = s.pool.as_ref().expect("a pool");
+        pool.broadcast(|_| allowed_cpus())
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pinned_workers_each_run_on_one_allowed_cpu() {
+        let allowed = allowed_cpus().expect("affinity mask");
+        let masks = worker_masks(ThreadPinning::On);
+        let want: Vec<Option<Vec<usize>>> = (0..2)
+            .map(|i| Some(vec![allowed[i % allowed.len()]]))
+            .collect();
+        assert_eq!(masks, want);
+        // Unpinned workers keep the process's mask.
+        let free = worker_masks(ThreadPinning::Off);
+        assert!(
+            free.iter().all(|m| m.as_ref() == Some(&allowed)),
+            "{free:?}"
+        );
     }
 }

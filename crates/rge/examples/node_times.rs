@@ -20,6 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = session(
         ExecutorKind::Sequential,
         Some(threads),
+        Default::default(),
         &EngineArgs::default(),
     )
     .map_err(|e| e.message)?;

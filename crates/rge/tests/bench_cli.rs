@@ -318,6 +318,7 @@ fn unknown_input_dims_are_compiled_per_shape_with_a_plan() {
     let s = cli::run::session(
         rge_runtime::ExecutorKind::Sequential,
         Some(1),
+        Default::default(),
         &Default::default(),
     )
     .unwrap();

@@ -408,6 +408,7 @@ fn run_check_compares_with_the_folders_outputs_at_the_tolerance_given() {
             atol,
             executor: rge_runtime::ExecutorKind::Sequential,
             threads: None,
+            pin_threads: Default::default(),
             engines: &engines,
         })
     };

@@ -22,6 +22,7 @@ fn run_example(model: &Path, executor: &str, out: &Path) -> Vec<f32> {
         output_dir: Some(out.to_path_buf()),
         executor: Some(executor.into()),
         threads: Some(2),
+        pin_threads: Default::default(),
         profile: None,
         engines: Default::default(),
         random: Default::default(),

@@ -73,6 +73,8 @@ fn run_with_npy_input_writes_npy_outputs_and_a_trace() {
             output_dir: Some(dir.clone()),
             executor: Some(exec.into()),
             threads: Some(2),
+            // Pinned workers run every executor too.
+            pin_threads: rge_runtime::ThreadPinning::On,
             profile: Some(trace.clone()),
             engines: Default::default(),
             random: Default::default(),

@@ -34,6 +34,8 @@ pub struct BenchArgs {
     /// `NAME=D0,D1,…` pairs.
     pub shapes: Vec<String>,
     pub threads: Option<usize>,
+    /// `--pin-threads`.
+    pub pin_threads: rge_runtime::ThreadPinning,
     pub executor: Option<String>,
     pub runs: usize,
     pub warmup: usize,
@@ -52,6 +54,7 @@ impl Default for BenchArgs {
             inputs: Vec::new(),
             shapes: Vec::new(),
             threads: None,
+            pin_threads: Default::default(),
             executor: None,
             runs: DEFAULT_RUNS,
             warmup: DEFAULT_WARMUP,
@@ -100,7 +103,7 @@ pub fn run(args: &BenchArgs) -> CliResult {
     if args.runs == 0 {
         return Err(CliError::new("option `--runs`: must be at least 1"));
     }
-    let s = super::run::session(executor, args.threads, &args.engines)?;
+    let s = super::run::session(executor, args.threads, args.pin_threads, &args.engines)?;
 
     // Inputs from files first, so reading them is not part of the compile time.
     let given = super::inputs::read(&args.inputs)?;

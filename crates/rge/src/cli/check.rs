@@ -22,6 +22,7 @@ pub struct CheckArgs<'a> {
     pub atol: Option<f64>,
     pub executor: ExecutorKind,
     pub threads: Option<usize>,
+    pub pin_threads: rge_runtime::ThreadPinning,
     pub engines: &'a EngineArgs,
 }
 
@@ -56,7 +57,7 @@ pub fn run(args: &CheckArgs<'_>) -> CliResult {
             args.dir.display()
         )));
     }
-    let s = super::run::session(args.executor, args.threads, args.engines)?;
+    let s = super::run::session(args.executor, args.threads, args.pin_threads, args.engines)?;
     let t0 = Instant::now();
     let model = s
         .compile_graph(test.model.graph.clone())

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rge_runtime::{save_model, save_model_into, ExecutorKind};
+use rge_runtime::{save_model, save_model_into, ExecutorKind, ThreadPinning};
 
 use super::{CliError, CliResult};
 use crate::engines::EngineArgs;
@@ -23,7 +23,13 @@ pub fn run_with_shapes(
     shapes: &[String],
 ) -> CliResult {
     // The compiled model keeps the kernels' compile-time state (prepacked weights).
-    let s = super::run::session_keeping(ExecutorKind::Sequential, Some(1), engines, true)?;
+    let s = super::run::session_keeping(
+        ExecutorKind::Sequential,
+        Some(1),
+        ThreadPinning::Auto,
+        engines,
+        true,
+    )?;
     let log = engines.verbose || rge_compiler::stages::log_enabled_by_env();
     let timed = |name: &str, start: std::time::Instant| {
         if log {

@@ -170,7 +170,7 @@ pub fn run_on(
         comm: Some(comm.clone()),
         ..args.engines.clone()
     };
-    let s = session(executor, args.threads, &engines)?;
+    let s = session(executor, args.threads, args.pin_threads, &engines)?;
     // Tensor parallel: weights stay in the mapped file until sharded, so each rank reads
     // only its parts of the sharded ones (its peak holds 1/N of them, not the whole model).
     let (mut g, mut mapped) = if dist.tensor_parallel.is_some() {

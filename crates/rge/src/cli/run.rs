@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rge_kernels::{Tensor, TensorData, Value};
-use rge_runtime::{io, ExecutorKind, Model, Profiler, Session, SessionOptions};
+use rge_runtime::{io, ExecutorKind, Model, Profiler, Session, SessionOptions, ThreadPinning};
 
 use super::{CliError, CliResult};
 use crate::engines::{engine_set, EngineArgs};
@@ -25,6 +25,8 @@ pub struct RunArgs {
     pub output_dir: Option<PathBuf>,
     pub executor: Option<String>,
     pub threads: Option<usize>,
+    /// `--pin-threads`.
+    pub pin_threads: ThreadPinning,
     pub profile: Option<PathBuf>,
     pub engines: EngineArgs,
     /// `--random-inputs` and `--seed`.
@@ -35,9 +37,10 @@ pub struct RunArgs {
 pub fn session(
     executor: ExecutorKind,
     threads: Option<usize>,
+    pin_threads: ThreadPinning,
     engines: &EngineArgs,
 ) -> Result<Session, CliError> {
-    session_keeping(executor, threads, engines, false)
+    session_keeping(executor, threads, pin_threads, engines, false)
 }
 
 /// [`session`], keeping the compile-time kernel state (prepacked weights) in built models when
@@ -45,6 +48,7 @@ pub fn session(
 pub fn session_keeping(
     executor: ExecutorKind,
     threads: Option<usize>,
+    pin_threads: ThreadPinning,
     engines: &EngineArgs,
     keep: bool,
 ) -> Result<Session, CliError> {
@@ -56,6 +60,7 @@ pub fn session_keeping(
         keep_compiled_state: keep,
         // The command runs its models from this thread, for the life of the process.
         caller_in_pool: true,
+        pin_threads,
         ..SessionOptions::with_engines(engine_set(engines)?)
     })?)
 }
@@ -221,7 +226,7 @@ pub fn executor_of(
 pub fn run_with_shapes(args: &RunArgs, shapes: &[String]) -> CliResult {
     let (executor, note) = executor_of(args.executor.as_deref(), args.threads)?;
     let given = super::inputs::read(&args.inputs)?;
-    let s = session(executor, args.threads, &args.engines)?;
+    let s = session(executor, args.threads, args.pin_threads, &args.engines)?;
     let t0 = Instant::now();
     let built = super::shape_args::build(&s, &args.model, shapes)?;
     let mut build_ms = t0.elapsed().as_secs_f64() * 1e3;
