@@ -7,6 +7,7 @@ use rge_ir::AttrValue;
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult, Tensor, TensorRef};
 use rge_kernels_nn::WindowAttrs;
 
+use crate::conv_few_pixels::{pixels_as_rows, FewPixels};
 use crate::depthwise::{DwGeometry, DwPlan};
 use crate::depthwise_blocked::{self, DwBlockPlan, BLOCK};
 use crate::gemm::{
@@ -476,6 +477,9 @@ pub struct ConvKernel {
     packed_w: Option<Vec<PackedA>>,
     /// The Winograd-transformed weights of a constant 3×3 stride-1 ungrouped Conv.
     winograd: Option<WinogradWeights>,
+    /// Wᵀ packed as a right operand, made from `packed_w` on the first run with fewer output
+    /// pixels than channels (`conv_few_pixels.rs`).
+    packed_wt: std::sync::OnceLock<PackedB>,
 }
 
 fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
@@ -534,6 +538,7 @@ pub fn create_conv(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
         activation: activation(init)?,
         packed_w,
         winograd,
+        packed_wt: std::sync::OnceLock::new(),
     }))
 }
 
@@ -692,6 +697,20 @@ impl Kernel for ConvKernel {
             }
             return Ok(());
         }
+        if all_packed && pixels_as_rows(ohw, cout, kk, grp, threads) {
+            if let Some(pw) = self.packed_w.as_ref().and_then(|p| p.first()) {
+                let few = FewPixels {
+                    g: &g,
+                    cin,
+                    cout,
+                    wt: self.weights_transposed(pw)?,
+                    bias,
+                    residual: z,
+                    activation: self.activation,
+                };
+                return few.run(xv, out, threads);
+            }
+        }
         let pointwise = g.is_pointwise();
         // im2col by tiles of output columns (each tile's matrix stays in L2 while the GEMM
         // packs it). With several threads the tiles run in parallel, each with its own im2col
@@ -798,6 +817,17 @@ impl Kernel for ConvKernel {
 }
 
 impl ConvKernel {
+    /// Wᵀ as a packed right operand, packed from `pw` once (the kernel may outlive the raw
+    /// weights).
+    fn weights_transposed(&self, pw: &PackedA) -> KernelResult<&PackedB> {
+        if let Some(wt) = self.packed_wt.get() {
+            return Ok(wt);
+        }
+        // Two runs racing here both pack; one result is kept.
+        let wt = pw.transposed().map_err(gemm_err)?;
+        Ok(self.packed_wt.get_or_init(|| wt))
+    }
+
     /// Depthwise: one direct 2-D filter per channel, channels split over the threads.
     #[allow(clippy::too_many_arguments)]
     fn depthwise(

@@ -8,6 +8,7 @@ compile_error!(
 );
 
 pub mod attention;
+mod conv_few_pixels;
 pub mod conv_nhwc;
 pub mod conv_transpose;
 pub mod depthwise;

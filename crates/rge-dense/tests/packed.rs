@@ -209,3 +209,20 @@ fn corrupted_or_truncated_bytes_are_errors() {
     bad[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(PackedB::from_bytes(&bad).is_err());
 }
+
+#[test]
+fn a_packed_left_operand_unpacks_and_transposes_to_the_same_values() {
+    // Shapes across panel edges and depth blocks (K_BLOCK 256).
+    for (m, k) in [(1, 1), (12, 256), (13, 257), (49, 600), (5, 3)] {
+        let a = rand_vec(m * k, (m * 31 + k) as u64);
+        let pa = PackedA::pack(&a, m, k, k, false).unwrap();
+        assert_eq!(pa.unpack(), a, "{m}×{k}");
+        let pb = pa.transposed().unwrap();
+        assert_eq!((pb.k(), pb.n()), (k, m));
+        assert_eq!(
+            pb.as_bytes(),
+            PackedB::pack(&a, k, m, k, true).unwrap().as_bytes(),
+            "{m}×{k}"
+        );
+    }
+}

@@ -675,6 +675,78 @@ fn winograd_convs_match_the_reference() {
     }
 }
 
+/// Fewer output pixels than output channels (`Yᵀ = colᵀ·Wᵀ` with constant weights): 3×3
+/// stride 2 (small, and large enough to run on two threads), 1×1 (the image read as colᵀ), 1-D,
+/// a batch of 2, channel counts off the 16-wide transpose bands; plain, and fused with a residual
+/// and Relu.
+#[test]
+fn few_pixel_convs_match_the_reference() {
+    for (x, w, stride, pad) in [
+        (
+            vec![2usize, 40, 7, 7],
+            vec![72usize, 40, 3, 3],
+            2usize,
+            1usize,
+        ),
+        // Past the work above which two threads share one (18 M multiply-adds per image).
+        (vec![1, 128, 14, 14], vec![328, 128, 3, 3], 2, 1),
+        (vec![1, 24, 5, 5], vec![100, 24, 1, 1], 1, 0),
+        (vec![2, 8, 9], vec![20, 8, 3], 1, 1),
+    ] {
+        let spatial = x.len() - 2;
+        let mut attrs = AttrMap::new();
+        attrs.set("strides", ints(&vec![stride; spatial]));
+        attrs.set("pads", ints(&vec![pad; 2 * spatial]));
+        let cout = w[0];
+        let c = Case {
+            op: "Conv",
+            attrs,
+            inputs: vec![
+                Some(tensor(&x, 51)),
+                Some(tensor(&w, 52)),
+                Some(tensor(&[cout], 53)),
+            ],
+        };
+        let plain = cpu(&c);
+        let pixels: usize = plain.shape()[2..].iter().product();
+        assert!(
+            pixels < cout,
+            "{:?}: the case must have few pixels",
+            plain.shape()
+        );
+        check(&c, rge_dense::kernels::create_conv).unwrap();
+        let z = tensor(plain.shape(), 54);
+        let mut attrs = c.attrs.clone();
+        attrs.set("activation", "Relu");
+        let mut inputs = c.inputs.clone();
+        inputs.push(Some(z.clone()));
+        let fused = Case {
+            op: "FusedConv",
+            attrs,
+            inputs,
+        };
+        let k = build(
+            rge_dense::kernels::create_conv,
+            &fused,
+            "FusedConv",
+            "ai.rge",
+            &[1],
+        );
+        let want: Vec<f32> = plain
+            .as_slice::<f32>()
+            .unwrap()
+            .iter()
+            .zip(z.as_slice::<f32>().unwrap())
+            .map(|(v, r)| (v + r).max(0.0))
+            .collect();
+        let want = Tensor::from_vec(plain.shape(), want).unwrap();
+        for threads in [1, 2] {
+            let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
+            close(&got, &want).unwrap();
+        }
+    }
+}
+
 /// On 2 threads these also run their tiles in parallel (one-thread GEMM per tile).
 #[test]
 fn large_convs_run_in_im2col_tiles() {

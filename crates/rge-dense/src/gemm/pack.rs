@@ -470,6 +470,32 @@ impl PackedA {
     pub(crate) fn data(&self) -> &[f32] {
         self.0.data()
     }
+
+    /// `op(A)` back as a row-major m × k matrix (the panels hold every value).
+    pub fn unpack(&self) -> Vec<f32> {
+        let (m, k) = (self.m(), self.k());
+        let block = m.div_ceil(PANEL_A) * PANEL_A;
+        let data = self.data();
+        let mut out = vec![0.0f32; m * k];
+        for p0 in (0..k).step_by(K_BLOCK) {
+            let kc = K_BLOCK.min(k - p0);
+            let blk = &data[p0 * block..];
+            for (i, row) in out.chunks_exact_mut(k.max(1)).enumerate().take(m) {
+                let panel = &blk[(i / PANEL_A) * kc * PANEL_A..];
+                for (kk, v) in row[p0..p0 + kc].iter_mut().enumerate() {
+                    *v = panel[kk * PANEL_A + i % PANEL_A];
+                }
+            }
+        }
+        out
+    }
+
+    /// `op(A)ᵀ` (k × m) as a packed right operand: the same weights for a product whose rows
+    /// and columns trade places (a convolution of few pixels computes `Yᵀ = colᵀ·Wᵀ`).
+    pub fn transposed(&self) -> Result<PackedB, GemmError> {
+        let (m, k) = (self.m(), self.k());
+        PackedB::pack(&self.unpack(), k, m, k.max(1), true)
+    }
 }
 
 impl PackedB {
