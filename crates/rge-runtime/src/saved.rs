@@ -37,13 +37,14 @@ pub fn save_model(model: &Model, path: &Path) -> RuntimeResult<()> {
     save_keeping(model, path, None, recorded)
 }
 
-/// [`save_model`] for a model the caller is done with (what `rge compile` does). Its lowered
-/// steps (the kernels and their state) are dropped before writing, and the writer keeps
+/// [`save_model`] for a model the caller is done running (what `rge compile` does). Its lowered
+/// steps (the kernels and their state) are dropped before writing (the model can be saved
+/// again, not run), and the writer keeps
 /// encoded ops in memory up to the headroom under the process's peak so far (never less
 /// than the default budget), so that saving encodes each op once when that fits without
 /// raising the peak: a million-node graph's 550 MB file was encoded one and a half times
 /// over with the default 64 MiB.
-pub fn save_model_into(mut model: Model, path: &Path) -> RuntimeResult<()> {
+pub fn save_model_into(model: &mut Model, path: &Path) -> RuntimeResult<()> {
     // Without the steps, the kernels recorded on the nodes are what is written: only drop
     // them when the nodes record the same.
     let recorded = kernels_recorded(model.graph(), model.program());
@@ -55,7 +56,7 @@ pub fn save_model_into(mut model: Model, path: &Path) -> RuntimeResult<()> {
     let headroom = rge_compiler::stages::process_memory()
         .map(|(rss, peak)| usize::try_from(peak.saturating_sub(rss)).unwrap_or(usize::MAX));
     let keep = headroom.map(|h| h.saturating_sub(KEEP_MARGIN).max(DEFAULT_KEEP_BYTES));
-    save_keeping(&model, path, keep, recorded)
+    save_keeping(model, path, keep, recorded)
 }
 
 /// What [`save_model_into`] leaves of the headroom: the write buffer, one window of ops

@@ -35,7 +35,8 @@ fn saved_model_loads_and_gives_the_same_outputs() {
         // Saving a model the caller is done with (its steps dropped first, the writer given
         // the headroom under the peak) writes the same file.
         let into = tmp(&format!("{name}-into.om"));
-        rge_runtime::save_model_into(s.compile_graph(to_graph(&m)).unwrap(), &into).unwrap();
+        let mut done = s.compile_graph(to_graph(&m)).unwrap();
+        rge_runtime::save_model_into(&mut done, &into).unwrap();
         assert!(
             std::fs::read(&into).unwrap() == std::fs::read(&path).unwrap(),
             "{name}: save_model_into wrote other bytes"

@@ -488,7 +488,11 @@ fn main() -> ExitCode {
         } => {
             #[cfg(feature = "mimalloc")]
             allocator::tune_for_compile();
-            cli::compile::run_with_shapes(&model, &output, &engines.args(), &shapes)
+            cli::compile::compile_to(&model, &output, &engines.args(), &shapes).map(|c| {
+                // The process ends after this command: its exit frees the graph at once.
+                std::mem::forget(c.model);
+                c.summary
+            })
         }
         Command::Conformance {
             dir,

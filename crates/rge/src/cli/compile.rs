@@ -4,8 +4,9 @@
 //! container, `.om` by convention); `rge run OUT` runs it without compiling again.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use rge_runtime::{save_model, save_model_into, ExecutorKind, ThreadPinning};
+use rge_runtime::{save_model, save_model_into, ExecutorKind, Model, ThreadPinning};
 
 use super::{CliError, CliResult};
 use crate::engines::EngineArgs;
@@ -22,6 +23,25 @@ pub fn run_with_shapes(
     engines: &EngineArgs,
     shapes: &[String],
 ) -> CliResult {
+    compile_to(input, output, engines, shapes).map(|c| c.summary)
+}
+
+/// What [`compile_to`] wrote: its summary line, and the compiled model (without its steps:
+/// it can be saved again, not run).
+pub struct Compiled {
+    pub summary: String,
+    pub model: Arc<Model>,
+}
+
+/// [`run_with_shapes`], handing back the model so that a process about to end can leave
+/// freeing it to the exit (`rge compile`: 80 ms of a 100k-node DAG's 2.1 s went to freeing its
+/// graph node by node).
+pub fn compile_to(
+    input: &Path,
+    output: &Path,
+    engines: &EngineArgs,
+    shapes: &[String],
+) -> Result<Compiled, CliError> {
     // The compiled model keeps the kernels' compile-time state (prepacked weights).
     let s = super::run::session_keeping(
         ExecutorKind::Sequential,
@@ -56,11 +76,11 @@ pub fn run_with_shapes(
         plan.views
     );
     let start = std::time::Instant::now();
-    let saved = match std::sync::Arc::try_unwrap(m) {
-        Ok(m) => save_model_into(m, output),
-        Err(shared) => save_model(&shared, output),
+    let (saved, model) = match Arc::try_unwrap(m) {
+        Ok(mut m) => (save_model_into(&mut m, output), Arc::new(m)),
+        Err(shared) => (save_model(&shared, output), shared),
     };
     saved.map_err(|e| CliError::new(e.to_string()))?;
     timed("save", start);
-    Ok(summary)
+    Ok(Compiled { summary, model })
 }
