@@ -83,7 +83,7 @@ impl FewPixels<'_> {
                 let data = if pointwise {
                     xn
                 } else {
-                    im2col_tile(xn, self.cin, g, 0, pixels, col);
+                    self.im2col(xn, col, threads);
                     &col[..]
                 };
                 let a = AOperand::Raw {
@@ -100,6 +100,26 @@ impl FewPixels<'_> {
             }
             Ok(())
         })
+    }
+
+    /// The image's whole im2col matrix (`[Cin·kh·kw, pixels]`), its channels shared over the
+    /// threads when there are several (built on one thread, ResNet-50's 28×28 stride-2
+    /// 256-channel layer ran 1.38 ms at 2 threads; shared, 1.10).
+    fn im2col(&self, xn: &[f32], col: &mut [f32], threads: usize) {
+        let g = self.g;
+        let (hw, pixels, taps) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
+        let per = self.cin.div_ceil(threads.max(1)).max(1);
+        let part = |(i, rows): (usize, &mut [f32])| {
+            let c0 = i * per;
+            let c1 = (c0 + per).min(self.cin);
+            im2col_tile(&xn[c0 * hw..c1 * hw], c1 - c0, g, 0, pixels, rows);
+        };
+        let chunks = per * taps * pixels;
+        if threads > 1 {
+            col.par_chunks_mut(chunks).enumerate().for_each(part);
+        } else {
+            part((0, col));
+        }
     }
 
     /// `y[c, i] = act(yt[i, c] + z[c, i])` (the activation here only with a residual), in
