@@ -14,6 +14,8 @@
 //! Constant weights of the GEMM are packed once (CompileOp) and kept in saved models; the direct
 //! kernels repack theirs when the kernel is made.
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 use rge_ir::AttrValue;
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
@@ -25,6 +27,7 @@ use crate::direct_nhwc::{self, DirectArgs, DirectNhwc};
 use crate::gemm::{self, AOperand, Activation, BOperand, Bias, Epilogue, GemmParams, Isa, PackedB};
 use crate::im2col::with_im2col_buf;
 use crate::kernels::{activation, f32s, gemm_err, PACKED_B_ATTR};
+use crate::parts::for_each_part;
 use crate::shared_out::SharedOut;
 
 /// Multiply-adds per parallel task of the depthwise kernel, at least.
@@ -464,9 +467,14 @@ impl ConvNhwcKernel {
                     let row = k.padded_row();
                     let per = (buf.len() / row).div_ceil(tasks) * row;
                     if tasks > 1 && per > 0 {
-                        buf.par_chunks_mut(per)
-                            .enumerate()
-                            .for_each(|(i, band)| k.pad_rows(x, i * per / row, band));
+                        // One lock per band, taken once: the bands are disjoint.
+                        let bands: Vec<Mutex<&mut [f32]>> =
+                            buf.chunks_mut(per).map(Mutex::new).collect();
+                        for_each_part(bands.len(), |i| {
+                            if let Ok(mut band) = bands[i].lock() {
+                                k.pad_rows(x, i * per / row, &mut band);
+                            }
+                        });
                     } else {
                         k.pad_image(x, buf);
                     }
@@ -490,11 +498,7 @@ impl ConvNhwcKernel {
                     // body); the tasks write disjoint pixels or disjoint channel blocks.
                     unsafe { k.run(isa, &args, px, bl, dst.ptr()) }
                 };
-                if tasks > 1 {
-                    (0..tasks).into_par_iter().for_each(part);
-                } else {
-                    part(0);
-                }
+                for_each_part(tasks, part);
             }
         });
         Ok(())
@@ -504,7 +508,9 @@ impl ConvNhwcKernel {
 /// Part `t` of `n` items shared over `parts`, cut at multiples of `align`.
 fn share(n: usize, parts: usize, t: usize, align: usize) -> (usize, usize) {
     let units = n.div_ceil(align);
-    let at = |t: usize| (units * t / parts * align).min(n);
+    // Rounded up: the first part, which the calling thread runs, is the larger (see
+    // `gemm::driver::range`).
+    let at = |t: usize| ((units * t).div_ceil(parts) * align).min(n);
     (at(t), at(t + 1))
 }
 

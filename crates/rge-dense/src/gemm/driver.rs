@@ -18,8 +18,6 @@
 
 use std::cell::RefCell;
 
-use rayon::prelude::*;
-
 use super::epilogue::EpiCtx;
 use super::pack::{pack_a, pack_b, AlignedBuf, Raw, K_BLOCK, PANEL_A, PANEL_B};
 use super::simd::{run_tile, Isa, Mode, Store, Tile, LINE_FLOATS};
@@ -149,10 +147,15 @@ fn plan(p: &Problem<'_>, threads: usize, bl: &Blocking) -> (usize, usize) {
 }
 
 /// `[lo, hi)` of part `i` of `parts` over `len` elements in whole panels of `panel`.
+///
+/// Rounded up, so that the first part is the larger: the calling thread runs it, and a caller
+/// done first waits in rayon's join, where it falls asleep after a few microseconds and costs
+/// a wake-up (an inter-processor interrupt) on the critical path; a worker done first waits in
+/// its run's spinner (`rge-runtime`'s `keep_awake`), awake.
 fn range(len: usize, panel: usize, parts: usize, i: usize) -> (usize, usize) {
     let tiles = len.div_ceil(panel);
-    let lo = (tiles * i / parts * panel).min(len);
-    let hi = (tiles * (i + 1) / parts * panel).min(len);
+    let lo = ((tiles * i).div_ceil(parts) * panel).min(len);
+    let hi = ((tiles * (i + 1)).div_ceil(parts) * panel).min(len);
     (lo, hi)
 }
 
@@ -194,11 +197,7 @@ pub(crate) fn run(isa: Isa, p: &Problem<'_>, threads: usize) {
             with_bufs(|bufs| run_part(isa, p, &bl, bufs, i0, i1, j0, j1));
         }
     };
-    if pm * pn == 1 {
-        part(0);
-    } else {
-        (0..pm * pn).into_par_iter().with_max_len(1).for_each(part);
-    }
+    crate::parts::for_each_part(pm * pn, part);
 }
 
 /// The loop nest over C[i0..i1, j0..j1] (i0 a multiple of PANEL_A, j0 of PANEL_B).
