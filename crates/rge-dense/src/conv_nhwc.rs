@@ -18,6 +18,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 use rge_ir::AttrValue;
+use rge_kernels::parts::for_each_part;
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 use rge_kernels_nn::WindowAttrs;
 
@@ -27,7 +28,6 @@ use crate::direct_nhwc::{self, DirectArgs, DirectNhwc};
 use crate::gemm::{self, AOperand, Activation, BOperand, Bias, Epilogue, GemmParams, Isa, PackedB};
 use crate::im2col::with_im2col_buf;
 use crate::kernels::{activation, f32s, gemm_err, PACKED_B_ATTR};
-use crate::parts::for_each_part;
 use crate::shared_out::SharedOut;
 
 /// Multiply-adds per parallel task of the depthwise kernel, at least.

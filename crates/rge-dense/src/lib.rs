@@ -24,7 +24,6 @@ pub mod gemm;
 mod im2col;
 pub mod kernels;
 pub mod layout;
-mod parts;
 pub mod pool_nhwc;
 pub mod recurrent;
 mod shared_out;

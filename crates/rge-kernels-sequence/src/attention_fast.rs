@@ -11,9 +11,9 @@
 //! (the `dense` engine) passes its own to [`crate::attention_with`] and keeps the masks, the
 //! threading and the general kernel's fallback of this crate.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use rayon::prelude::*;
+use rge_kernels::parts::for_each_part;
 use rge_kernels::{DType, KernelCtx, KernelError, KernelResult};
 
 use crate::attention_bias::{BiasSpec, Mask};
@@ -238,7 +238,8 @@ pub fn run(spec: FastSpec, ctx: &mut KernelCtx<'_>, math: &dyn HeadMath) -> Kern
         round: rt,
     };
     let scale = spec.scale.unwrap_or(1.0 / (s.dq as f32).sqrt());
-    let parallel = ctx.threads() > 1 && s.batch * s.heads > 1;
+    let threads = ctx.threads();
+    let parallel = threads > 1 && s.batch * s.heads > 1;
     let y = ctx.output::<f32>(0, &[s.batch, s.heads, s.lq, s.dv])?;
     let (yq, qq, kq, vq) = (s.lq * s.dv, s.lq * s.dq, s.lk * s.dq, s.lk * s.dv);
     let head = |scratch: &mut Scratch, bh: usize, yc: &mut [f32]| {
@@ -265,9 +266,32 @@ pub fn run(spec: FastSpec, ctx: &mut KernelCtx<'_>, math: &dyn HeadMath) -> Kern
         bias: vec![0.0; s.lk],
     };
     if parallel {
-        y.par_chunks_mut(yq)
-            .enumerate()
-            .try_for_each_init(scratch, |sc, (bh, yc)| head(sc, bh, yc))
+        // A run of heads per thread (the first runs the most), the calling thread waiting
+        // awake (`rge_kernels::parts`): in a rayon loop it slept about once a layer.
+        let heads = s.batch * s.heads;
+        let parts = threads.min(heads);
+        let per = heads.div_ceil(parts);
+        let runs: Vec<Mutex<&mut [f32]>> = y.chunks_mut(per * yq).map(Mutex::new).collect();
+        let failed: Mutex<Option<KernelError>> = Mutex::new(None);
+        for_each_part(runs.len(), |t| {
+            let Ok(mut ys) = runs[t].lock() else {
+                return;
+            };
+            let mut sc = scratch();
+            let done = ys
+                .chunks_mut(yq)
+                .enumerate()
+                .try_for_each(|(i, yc)| head(&mut sc, t * per + i, yc));
+            if let Err(e) = done {
+                if let Ok(mut f) = failed.lock() {
+                    f.get_or_insert(e);
+                }
+            }
+        });
+        match failed.into_inner() {
+            Ok(Some(e)) => Err(e),
+            _ => Ok(()),
+        }
     } else {
         let mut sc = scratch();
         y.chunks_mut(yq)

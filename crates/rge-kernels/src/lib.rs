@@ -12,6 +12,7 @@ pub mod dtype;
 pub mod elem;
 pub mod error;
 pub mod kernel;
+pub mod parts;
 pub mod registry;
 pub mod shape_util;
 pub mod tensor;

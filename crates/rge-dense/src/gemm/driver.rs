@@ -197,7 +197,7 @@ pub(crate) fn run(isa: Isa, p: &Problem<'_>, threads: usize) {
             with_bufs(|bufs| run_part(isa, p, &bl, bufs, i0, i1, j0, j1));
         }
     };
-    crate::parts::for_each_part(pm * pn, part);
+    rge_kernels::parts::for_each_part(pm * pn, part);
 }
 
 /// The loop nest over C[i0..i1, j0..j1] (i0 a multiple of PANEL_A, j0 of PANEL_B).

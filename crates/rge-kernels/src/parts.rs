@@ -7,6 +7,8 @@
 //! parallel convolution: ResNet-50 at 2 threads put its calling thread to sleep about 17 times
 //! a run. Here the caller runs part 0, then runs pending jobs or spins until the other parts
 //! are done (the workers wait awake in their run's spinner, `rge-runtime`'s `keep_awake`).
+//! Kernels that split their work in a few parts (the dense engine's GEMM and convolutions,
+//! attention's heads) use it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -21,8 +23,9 @@ impl Drop for Done<'_> {
 }
 
 /// Runs `part(t)` for every `t < parts`: part 0 on this thread, the others spawned on the
-/// current rayon pool; returns when all are done, having waited without sleeping.
-pub(crate) fn for_each_part(parts: usize, part: impl Fn(usize) + Sync) {
+/// current rayon pool; returns when all are done, having waited without sleeping. Give the
+/// larger parts the lower indices: part 0 runs first, and on the caller.
+pub fn for_each_part(parts: usize, part: impl Fn(usize) + Sync) {
     if parts <= 1 {
         if parts == 1 {
             part(0);
