@@ -619,36 +619,42 @@ fn large_fused_convs_add_the_residual() {
                 Some(tensor(&[24], 33)),
             ],
         };
-        let plain = cpu(&c);
-        let z = tensor(plain.shape(), 34);
-        let mut attrs = c.attrs.clone();
-        attrs.set("activation", "Relu");
-        let mut inputs = c.inputs.clone();
-        inputs.push(Some(z.clone()));
-        let fused = Case {
-            op: "FusedConv",
-            attrs,
-            inputs,
-        };
-        let k = build(
-            rge_dense::kernels::create_conv,
-            &fused,
-            "FusedConv",
-            "ai.rge",
-            &[1],
-        );
-        let want: Vec<f32> = plain
-            .as_slice::<f32>()
-            .unwrap()
-            .iter()
-            .zip(z.as_slice::<f32>().unwrap())
-            .map(|(v, r)| (v + r).max(0.0))
-            .collect();
-        let want = Tensor::from_vec(plain.shape(), want).unwrap();
-        for threads in [1, 2] {
-            let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
-            close(&got, &want).unwrap();
-        }
+        check_fused_residual_relu(&c, 34);
+    }
+}
+
+/// `c` (a Conv with constant weights) as a FusedConv with a residual (from `seed`) and Relu
+/// against the reference Conv followed by that epilogue, on 1 and 2 threads.
+fn check_fused_residual_relu(c: &Case, seed: u64) {
+    let plain = cpu(c);
+    let z = tensor(plain.shape(), seed);
+    let mut attrs = c.attrs.clone();
+    attrs.set("activation", "Relu");
+    let mut inputs = c.inputs.clone();
+    inputs.push(Some(z.clone()));
+    let fused = Case {
+        op: "FusedConv",
+        attrs,
+        inputs,
+    };
+    let k = build(
+        rge_dense::kernels::create_conv,
+        &fused,
+        "FusedConv",
+        "ai.rge",
+        &[1],
+    );
+    let want: Vec<f32> = plain
+        .as_slice::<f32>()
+        .unwrap()
+        .iter()
+        .zip(z.as_slice::<f32>().unwrap())
+        .map(|(v, r)| (v + r).max(0.0))
+        .collect();
+    let want = Tensor::from_vec(plain.shape(), want).unwrap();
+    for threads in [1, 2] {
+        let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
+        close(&got, &want).unwrap();
     }
 }
 
@@ -715,35 +721,7 @@ fn few_pixel_convs_match_the_reference() {
             plain.shape()
         );
         check(&c, rge_dense::kernels::create_conv).unwrap();
-        let z = tensor(plain.shape(), 54);
-        let mut attrs = c.attrs.clone();
-        attrs.set("activation", "Relu");
-        let mut inputs = c.inputs.clone();
-        inputs.push(Some(z.clone()));
-        let fused = Case {
-            op: "FusedConv",
-            attrs,
-            inputs,
-        };
-        let k = build(
-            rge_dense::kernels::create_conv,
-            &fused,
-            "FusedConv",
-            "ai.rge",
-            &[1],
-        );
-        let want: Vec<f32> = plain
-            .as_slice::<f32>()
-            .unwrap()
-            .iter()
-            .zip(z.as_slice::<f32>().unwrap())
-            .map(|(v, r)| (v + r).max(0.0))
-            .collect();
-        let want = Tensor::from_vec(plain.shape(), want).unwrap();
-        for threads in [1, 2] {
-            let got = run(k.as_ref(), &fused.inputs, threads).unwrap();
-            close(&got, &want).unwrap();
-        }
+        check_fused_residual_relu(&c, 54);
     }
 }
 
