@@ -14,11 +14,9 @@
 //! Constant weights of the GEMM are packed once (CompileOp) and kept in saved models; the direct
 //! kernels repack theirs when the kernel is made.
 
-use std::sync::Mutex;
-
 use rayon::prelude::*;
 use rge_ir::AttrValue;
-use rge_kernels::parts::for_each_part;
+use rge_kernels::parts::{for_each_chunk_mut, for_each_part};
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 use rge_kernels_nn::WindowAttrs;
 
@@ -467,14 +465,7 @@ impl ConvNhwcKernel {
                     let row = k.padded_row();
                     let per = (buf.len() / row).div_ceil(tasks) * row;
                     if tasks > 1 && per > 0 {
-                        // One lock per band, taken once: the bands are disjoint.
-                        let bands: Vec<Mutex<&mut [f32]>> =
-                            buf.chunks_mut(per).map(Mutex::new).collect();
-                        for_each_part(bands.len(), |i| {
-                            if let Ok(mut band) = bands[i].lock() {
-                                k.pad_rows(x, i * per / row, &mut band);
-                            }
-                        });
+                        for_each_chunk_mut(buf, per, |i, band| k.pad_rows(x, i * per / row, band));
                     } else {
                         k.pad_image(x, buf);
                     }

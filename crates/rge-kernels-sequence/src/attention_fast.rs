@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rge_kernels::parts::for_each_part;
+use rge_kernels::parts::for_each_chunk_mut;
 use rge_kernels::{DType, KernelCtx, KernelError, KernelResult};
 
 use crate::attention_bias::{BiasSpec, Mask};
@@ -271,12 +271,8 @@ pub fn run(spec: FastSpec, ctx: &mut KernelCtx<'_>, math: &dyn HeadMath) -> Kern
         let heads = s.batch * s.heads;
         let parts = threads.min(heads);
         let per = heads.div_ceil(parts);
-        let runs: Vec<Mutex<&mut [f32]>> = y.chunks_mut(per * yq).map(Mutex::new).collect();
         let failed: Mutex<Option<KernelError>> = Mutex::new(None);
-        for_each_part(runs.len(), |t| {
-            let Ok(mut ys) = runs[t].lock() else {
-                return;
-            };
+        for_each_chunk_mut(y, per * yq, |t, ys| {
             let mut sc = scratch();
             let done = ys
                 .chunks_mut(yq)

@@ -11,6 +11,7 @@
 //! attention's heads) use it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Counts a spawned part as done when dropped, so a part that panics still ends the wait (the
 /// scope then propagates the panic).
@@ -51,6 +52,22 @@ pub fn for_each_part(parts: usize, part: impl Fn(usize) + Sync) {
     });
 }
 
+/// [`for_each_part`] over `data` cut into chunks of `chunk` elements (the last shorter): part
+/// `t` gets chunk `t`.
+pub fn for_each_chunk_mut<T: Send>(
+    data: &mut [T],
+    chunk: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    // One uncontended lock per chunk, taken once: the chunks are disjoint.
+    let chunks: Vec<Mutex<&mut [T]>> = data.chunks_mut(chunk.max(1)).map(Mutex::new).collect();
+    for_each_part(chunks.len(), |t| {
+        if let Ok(mut c) = chunks[t].lock() {
+            f(t, &mut c);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +92,15 @@ mod tests {
                 assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
             }
         }
+    }
+
+    #[test]
+    fn every_chunk_is_handed_out_once_with_its_index() {
+        let mut v: Vec<usize> = vec![0; 10];
+        pool(2).install(|| {
+            for_each_chunk_mut(&mut v, 4, |t, c| c.iter_mut().for_each(|x| *x += t + 1))
+        });
+        assert_eq!(v, [1, 1, 1, 1, 2, 2, 2, 2, 3, 3]);
     }
 
     #[test]

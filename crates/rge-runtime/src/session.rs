@@ -135,7 +135,7 @@ thread_local! {
 /// The pool of `threads` threads this thread is worker 0 of: the one it joined before when it
 /// has that many threads, else a new one when the thread is in no pool yet; `None` otherwise
 /// (the caller makes a pool of its own threads).
-fn joined_pool(threads: usize, cpus: Option<Vec<usize>>) -> Option<Arc<rayon::ThreadPool>> {
+fn joined_pool(threads: usize, cpus: Option<Arc<[usize]>>) -> Option<Arc<rayon::ThreadPool>> {
     JOINED
         .try_with(|j| {
             let mut j = j.try_borrow_mut().ok()?;
@@ -145,7 +145,6 @@ fn joined_pool(threads: usize, cpus: Option<Vec<usize>>) -> Option<Arc<rayon::Th
             if rayon::current_thread_index().is_some() {
                 return None;
             }
-            let cpus: Option<Arc<[usize]>> = cpus.map(Arc::from);
             let p = pool_builder(threads, cpus.clone())
                 .use_current_thread()
                 .build()
@@ -182,14 +181,14 @@ impl Session {
                 options.executor,
                 ExecutorKind::Sequential | ExecutorKind::Topological
             );
-        let cpus = options.pin_threads.cpus_for(threads, busy);
+        let cpus: Option<Arc<[usize]>> = options.pin_threads.cpus_for(threads, busy).map(Arc::from);
         let joined = (options.caller_in_pool && threads > 1)
             .then(|| joined_pool(threads, cpus.clone()))
             .flatten();
         let pool = match joined {
             Some(p) => p,
             None => Arc::new(
-                pool_builder(threads, cpus.map(Arc::from))
+                pool_builder(threads, cpus)
                     .build()
                     .map_err(|e| RuntimeError::option("threads", e.to_string()))?,
             ),

@@ -86,17 +86,10 @@ struct ExecOpts {
     /// Threads: the parallel executor's workers, and each kernel's threads [default: 1].
     #[arg(long)]
     threads: Option<usize>,
-    /// Pin the pool's workers to CPUs: `auto` when the pool has one thread per CPU the process
-    /// may use and its kernels use them all (docs/runtime.md).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
-    pin_threads: String,
-}
-
-impl ExecOpts {
-    fn pinning(&self) -> rge_runtime::ThreadPinning {
-        // The value parser admits only the three names.
-        self.pin_threads.parse().unwrap_or_default()
-    }
+    /// Pin the pool's workers to CPUs: auto, on or off (`auto` when the pool has one thread
+    /// per CPU the process may use and its kernels use them all; docs/runtime.md).
+    #[arg(long, default_value = "auto")]
+    pin_threads: rge_runtime::ThreadPinning,
 }
 
 /// Distributed runs (`mpirun -np N rge run …`; docs/comm-engine.md).
@@ -428,16 +421,15 @@ fn main() -> ExitCode {
                         atol,
                         executor,
                         threads: exec.threads,
-                        pin_threads: exec.pinning(),
+                        pin_threads: exec.pin_threads,
                         engines: &engines.args(),
                     })
                 },
             ),
             (None, Some(model)) => {
-                let pin_threads = exec.pinning();
                 let run = cli::run::RunArgs {
                     model,
-                    pin_threads,
+                    pin_threads: exec.pin_threads,
                     inputs,
                     output_dir,
                     executor: Some(exec.executor),
@@ -467,7 +459,7 @@ fn main() -> ExitCode {
             json,
             engines,
         } => cli::bench::run(&cli::bench::BenchArgs {
-            pin_threads: exec.pinning(),
+            pin_threads: exec.pin_threads,
             model,
             inputs,
             shapes,
