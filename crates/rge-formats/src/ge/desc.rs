@@ -9,6 +9,7 @@ use bytes::Bytes;
 use rge_ir::{AttrValue, DataType, DeviceType, Format, Shape, ShapeRange, Tensor, TensorDesc};
 
 use super::attr::utf8;
+use super::entries::{Entries, Entry};
 use super::error::{fault, Fault, Within};
 use super::keys::*;
 use super::reader::Reader;
@@ -248,65 +249,65 @@ pub(crate) fn check_tensor(desc: &TensorDesc, data_len: usize) -> Result<(), Fau
     Ok(())
 }
 
-fn s_attr(s: &str) -> AttrDef {
-    AttrDef {
-        value: Some(V::S(Bytes::copy_from_slice(s.as_bytes()))),
-    }
-}
-
 fn range_attr(w: &Writer<'_>, r: &ShapeRange) -> AttrDef {
     let pairs = r.0.iter().map(|&(a, b)| vec![a, b]).collect();
     w.write_value(&AttrValue::ListListInt(pairs))
 }
 
 impl Writer<'_> {
-    /// Writes a TensorDescriptor as GE's `GeTensorDescAsProto` does.
-    pub(crate) fn write_desc(&self, d: &TensorDesc) -> TensorDescriptor {
+    /// A desc's attribute map: its own attrs, then what GE derives from its fields.
+    fn desc_entries<'d>(&self, d: &'d TensorDesc) -> Entries<'d> {
         let skip = |k: &str| RESERVED_DESC_KEYS.contains(&k) || LEGACY_EXT.contains(&k);
-        let mut attr = self.write_attrs(d.attrs(), &skip);
+        let mut e = Entries::with_capacity(d.attrs().len() + 6);
+        for (k, v) in d.attrs().iter().filter(|(k, _)| !skip(k)) {
+            e.push(k, Entry::Value(v));
+        }
         if !d.shape_range().is_empty() {
-            attr.insert(SHAPE_RANGE.into(), range_attr(self, d.shape_range()));
+            e.push(
+                SHAPE_RANGE,
+                Entry::Def(Box::new(range_attr(self, d.shape_range()))),
+            );
         }
         if !d.origin_shape_range().is_empty() {
-            attr.insert(
-                ORIGIN_SHAPE_RANGE.into(),
-                range_attr(self, d.origin_shape_range()),
-            );
+            let r = range_attr(self, d.origin_shape_range());
+            e.push(ORIGIN_SHAPE_RANGE, Entry::Def(Box::new(r)));
         }
-        let int = |v: u32| AttrDef {
-            value: Some(V::I(i64::from(v))),
-        };
-        attr.insert(
-            ORIGIN_FORMAT.into(),
-            s_attr(&d.origin_format().to_layout_string()),
+        let origin_format = d.origin_format().to_layout_string();
+        e.push(ORIGIN_FORMAT, Entry::Str(origin_format.into()));
+        e.push(
+            ORIGIN_FORMAT_FOR_INT,
+            Entry::Int(i64::from(d.origin_format().raw())),
         );
-        attr.insert(ORIGIN_FORMAT_FOR_INT.into(), int(d.origin_format().raw()));
-        attr.insert(FORMAT_FOR_INT.into(), int(d.format().raw()));
+        e.push(FORMAT_FOR_INT, Entry::Int(i64::from(d.format().raw())));
         if d.origin_dtype() != DataType::Undefined {
-            attr.insert(ORIGIN_DATA_TYPE.into(), s_attr(d.origin_dtype().name()));
+            e.push(ORIGIN_DATA_TYPE, Entry::Str(d.origin_dtype().name().into()));
         }
-        attr.insert(
-            ORIGIN_SHAPE_INITIALIZED.into(),
-            AttrDef {
-                value: Some(V::B(d.origin_shape_initialized())),
-            },
+        e.push(
+            ORIGIN_SHAPE_INITIALIZED,
+            Entry::Bool(d.origin_shape_initialized()),
         );
         if let Some(s) = d.origin_shape() {
-            attr.insert(
-                ORIGIN_SHAPE.into(),
-                self.write_value(&AttrValue::ListInt(s.dims().to_vec())),
-            );
+            let dims = self.write_value(&AttrValue::ListInt(s.dims().to_vec()));
+            e.push(ORIGIN_SHAPE, Entry::Def(Box::new(dims)));
         }
+        e
+    }
+
+    /// The shape GE writes: none for a scalar marked unset.
+    fn written_dims(d: &TensorDesc) -> Option<&[i64]> {
         let shape_unset =
             d.attrs().get_bool(SHAPE_UNSET).ok().flatten() == Some(true) && d.shape().is_scalar();
+        (!shape_unset).then(|| d.shape().dims())
+    }
+
+    /// Writes a TensorDescriptor as GE's `GeTensorDescAsProto` does.
+    pub(crate) fn write_desc(&self, d: &TensorDesc) -> TensorDescriptor {
         TensorDescriptor {
             name: String::new(),
             dtype: d.dtype().proto_value(),
-            shape: (!shape_unset).then(|| ShapeDef {
-                dim: d.shape().dims().to_vec(),
-            }),
+            shape: Self::written_dims(d).map(|dims| ShapeDef { dim: dims.to_vec() }),
             layout: d.format().to_layout_string(),
-            attr,
+            attr: self.desc_entries(d).into_map(self),
             attr_groups: None,
             has_out_attr: false,
             size: d.size(),
@@ -322,6 +323,58 @@ impl Writer<'_> {
             cmps_tab: d.cmps_tab().to_string(),
             cmps_tab_offset: d.cmps_tab_offset(),
         }
+    }
+
+    /// [`Writer::write_desc`]'s message encoded straight into `out` (its body, without key or
+    /// length): the same bytes as prost's, without building the message.
+    pub(crate) fn encode_desc(&self, d: &TensorDesc, out: &mut Vec<u8>) {
+        use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
+        let varint = |tag: u32, v: u64, out: &mut Vec<u8>| {
+            if v != 0 {
+                encode_key(tag, WireType::Varint, out);
+                encode_varint(v, out);
+            }
+        };
+        let string = |tag: u32, s: &str, out: &mut Vec<u8>| {
+            if !s.is_empty() {
+                encode_key(tag, WireType::LengthDelimited, out);
+                encode_varint(s.len() as u64, out);
+                out.extend_from_slice(s.as_bytes());
+            }
+        };
+        // Field numbers of ge_ir.proto's TensorDescriptor.
+        varint(2, d.dtype().proto_value() as u64, out);
+        if let Some(dims) = Self::written_dims(d) {
+            let packed: usize = dims.iter().map(|&x| encoded_len_varint(x as u64)).sum();
+            let body = if dims.is_empty() {
+                0
+            } else {
+                1 + encoded_len_varint(packed as u64) + packed
+            };
+            encode_key(3, WireType::LengthDelimited, out);
+            encode_varint(body as u64, out);
+            if !dims.is_empty() {
+                encode_key(1, WireType::LengthDelimited, out);
+                encode_varint(packed as u64, out);
+                for &x in dims {
+                    encode_varint(x as u64, out);
+                }
+            }
+        }
+        string(4, &d.format().to_layout_string(), out);
+        self.desc_entries(d).encode(self, 5, out);
+        varint(10, d.size() as u64, out);
+        varint(11, d.weight_size() as u64, out);
+        varint(12, u64::from(d.reuse_input()), out);
+        varint(13, u64::from(d.output_tensor()), out);
+        string(14, d.device_type().as_str(), out);
+        varint(15, u64::from(d.input_tensor()), out);
+        varint(16, d.real_dim_cnt() as u64, out);
+        varint(17, d.reuse_input_index() as u64, out);
+        varint(18, d.data_offset() as u64, out);
+        varint(19, d.cmps_size() as u64, out);
+        string(20, d.cmps_tab(), out);
+        varint(21, d.cmps_tab_offset() as u64, out);
     }
 
     pub(crate) fn write_tensor(&self, t: &Tensor) -> TensorDef {

@@ -20,6 +20,7 @@
 
 mod attr;
 mod desc;
+mod entries;
 mod error;
 pub mod keys;
 mod om;

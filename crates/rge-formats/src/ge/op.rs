@@ -3,20 +3,20 @@
 //! legacy OpDef fields as compile state, subgraph instance names, and the op domain/opset from
 //! rge's own `_rge_domain`/`_rge_opset` attrs (GE's OpDef has no field for them).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use rge_ir::op_desc::IrMeta;
 use rge_ir::{AttrValue, IrError, IrInputKind, IrOutputKind, OpDesc};
 
-use bytes::Bytes;
-
-use super::attr::{bare_list_i, bare_list_s, special_ints, special_strings, utf8, AttrDefMap};
+use super::attr::{special_ints, special_strings, utf8, AttrDefMap};
+use super::entries::{Entries, Entry};
 use super::error::{fault, Fault, Within};
 use super::keys::*;
 use super::reader::Reader;
 use super::writer::Writer;
 use crate::ge_proto::attr_def::Value as V;
-use crate::ge_proto::{AttrDef, OpDef};
+use crate::ge_proto::OpDef;
 
 /// An op read from an OpDef, with what the edge reader needs.
 pub(crate) struct OpRead {
@@ -259,75 +259,77 @@ fn sorted_names<'a>(
     v.into_iter().unzip()
 }
 
+/// The names of IR ports, borrowed.
+fn ir_port_names<K>(ports: &[(String, K)]) -> Vec<Cow<'_, str>> {
+    ports.iter().map(|p| Cow::Borrowed(p.0.as_str())).collect()
+}
+
 impl Writer<'_> {
-    /// Writes an OpDesc as an OpDef without `input` (the graph writer adds the edges) and
-    /// without `input_desc` and `output_desc` (the writers add them: the streamed one encodes
-    /// them one by one).
-    pub(crate) fn write_op_fields(&self, op: &OpDesc) -> OpDef {
-        let mut attr = self.write_attrs(op.attrs(), &|k| RESERVED_OP_KEYS.contains(&k));
+    /// An op's attribute map: its own attrs, then the special ones GE derives from its fields.
+    pub(crate) fn op_entries<'o>(&self, op: &'o OpDesc) -> Entries<'o> {
+        let mut e = Entries::with_capacity(op.attrs().len() + 12);
+        for (k, v) in op.attrs().iter() {
+            if !RESERVED_OP_KEYS.contains(&k) {
+                e.push(k, Entry::Value(v));
+            }
+        }
+        let owned = |v: Vec<String>| v.into_iter().map(Cow::Owned).collect();
         if op.input_count() > 0 {
             let (k, v) = sorted_names((0..op.input_count()).filter_map(|i| op.input_name(i)));
-            attr.insert(INPUT_NAME_KEY.into(), bare_list_s(k));
-            attr.insert(INPUT_NAME_VALUE.into(), bare_list_i(v));
+            e.push(INPUT_NAME_KEY, Entry::BareStrings(owned(k)));
+            e.push(INPUT_NAME_VALUE, Entry::BareInts(v));
         }
         if op.output_count() > 0 {
             let (k, v) = sorted_names((0..op.output_count()).filter_map(|i| op.output_name(i)));
-            attr.insert(OUTPUT_NAME_KEY.into(), bare_list_s(k));
-            attr.insert(OUTPUT_NAME_VALUE.into(), bare_list_i(v));
+            e.push(OUTPUT_NAME_KEY, Entry::BareStrings(owned(k)));
+            e.push(OUTPUT_NAME_VALUE, Entry::BareInts(v));
         }
         if !op.domain().is_empty() {
-            let d = Bytes::copy_from_slice(op.domain().as_bytes());
-            attr.insert(
-                RGE_DOMAIN.into(),
-                AttrDef {
-                    value: Some(V::S(d)),
-                },
-            );
+            e.push(RGE_DOMAIN, Entry::Str(op.domain().into()));
         }
         if let Some(v) = op.opset() {
-            attr.insert(
-                RGE_OPSET.into(),
-                AttrDef {
-                    value: Some(V::I(v)),
-                },
-            );
+            e.push(RGE_OPSET, Entry::Int(v));
         }
-        let opt = match op.attrs().get(OPT_INPUT) {
-            Some(AttrValue::ListString(l)) => l.clone(),
-            _ => derived_opt_input(op.ir_meta()),
+        let opt: Vec<Cow<'o, str>> = match op.attrs().get(OPT_INPUT) {
+            Some(AttrValue::ListString(l)) => l.iter().map(|s| Cow::Borrowed(s.as_str())).collect(),
+            _ => owned(derived_opt_input(op.ir_meta())),
         };
         if !opt.is_empty() {
-            attr.insert(OPT_INPUT.into(), bare_list_s(opt));
+            e.push(OPT_INPUT, Entry::BareStrings(opt));
         }
         if let Some(m) = op.ir_meta() {
             if !m.attr_names.is_empty() {
-                attr.insert(IR_ATTR_NAMES.into(), bare_list_s(&m.attr_names));
+                let l = m
+                    .attr_names
+                    .iter()
+                    .map(|s| Cow::Borrowed(s.as_str()))
+                    .collect();
+                e.push(IR_ATTR_NAMES, Entry::BareStrings(l));
             }
             if !m.inputs.is_empty() {
-                attr.insert(
-                    IR_INPUTS_KEY.into(),
-                    bare_list_s(m.inputs.iter().map(|x| &x.0)),
-                );
-                attr.insert(
-                    IR_INPUTS_VALUE.into(),
-                    bare_list_i(m.inputs.iter().map(|x| x.1 as i64)),
-                );
+                e.push(IR_INPUTS_KEY, Entry::BareStrings(ir_port_names(&m.inputs)));
+                let kinds = m.inputs.iter().map(|x| x.1 as i64).collect();
+                e.push(IR_INPUTS_VALUE, Entry::BareInts(kinds));
             }
             if !m.outputs.is_empty() {
-                attr.insert(
-                    IR_OUTPUTS_KEY.into(),
-                    bare_list_s(m.outputs.iter().map(|x| &x.0)),
+                e.push(
+                    IR_OUTPUTS_KEY,
+                    Entry::BareStrings(ir_port_names(&m.outputs)),
                 );
-                attr.insert(
-                    IR_OUTPUTS_VALUE.into(),
-                    bare_list_i(m.outputs.iter().map(|x| x.1 as i64)),
-                );
+                let kinds = m.outputs.iter().map(|x| x.1 as i64).collect();
+                e.push(IR_OUTPUTS_VALUE, Entry::BareInts(kinds));
             }
         }
+        e
+    }
+
+    /// An op's OpDef fields but its attribute map ([`Writer::op_entries`]), `input` (the graph
+    /// writer adds the edges), `input_desc` and `output_desc` (the writers add them: the
+    /// streamed one encodes them one by one).
+    pub(crate) fn op_fields_but_attr(&self, op: &OpDesc) -> OpDef {
         let mut def = OpDef {
             name: op.name().to_string(),
             r#type: op.op_type().to_string(),
-            attr,
             has_out_attr: true,
             id: op.id(),
             stream_id: op.stream_id(),

@@ -33,6 +33,8 @@ pub const DEFAULT_KEEP_BYTES: usize = 64 << 20;
 /// ModelDef's `graph` and GraphDef's `op` field numbers.
 const MODEL_GRAPH_TAG: u32 = 7;
 const GRAPH_OP_TAG: u32 = 6;
+/// OpDef's `attr` field number.
+const OP_ATTR_TAG: u32 = 10;
 /// OpDef's `input_desc` and `output_desc` field numbers (`subgraph_name`, 35, is the only
 /// field after them).
 const OP_INPUT_DESC_TAG: u32 = 33;
@@ -214,24 +216,38 @@ impl Writer<'_> {
     /// node with a million inputs costs a million small encodes at most, not a million
     /// TensorDescriptor messages in memory.
     fn encode_node(&self, cg: &ComputeGraph, n: NodeId, out: &mut Vec<u8>) {
-        let mut head = self.write_node_fields(cg, n);
+        let (mut def, attr) = self.node_fields_and_attrs(cg, n);
+        // OpDef's fields in number order: name, type and input; attr (encoded directly); the
+        // legacy fields; the descs; subgraph_name.
+        let head = OpDef {
+            name: std::mem::take(&mut def.name),
+            r#type: std::mem::take(&mut def.r#type),
+            input: std::mem::take(&mut def.input),
+            ..Default::default()
+        };
         let tail = OpDef {
-            subgraph_name: std::mem::take(&mut head.subgraph_name),
+            subgraph_name: std::mem::take(&mut def.subgraph_name),
             ..Default::default()
         };
         head.encode_raw(out);
+        attr.encode(self, OP_ATTR_TAG, out);
+        def.encode_raw(out);
         if let Some(op) = cg.op(n) {
-            let mut last: Option<(&TensorDesc, Vec<u8>)> = None;
+            let mut desc = Vec::new();
+            // An input desc equal to the one before it reuses its bytes.
+            let mut last: Option<&TensorDesc> = None;
             for d in op.inputs() {
-                if last.as_ref().is_none_or(|(prev, _)| *prev != d) {
-                    last = Some((d, self.write_desc(d).encode_to_vec()));
+                if last != Some(d) {
+                    desc.clear();
+                    self.encode_desc(d, &mut desc);
+                    last = Some(d);
                 }
-                if let Some((_, bytes)) = &last {
-                    put_message_bytes(OP_INPUT_DESC_TAG, bytes, out);
-                }
+                put_message_bytes(OP_INPUT_DESC_TAG, &desc, out);
             }
             for d in op.outputs() {
-                put_message_bytes(OP_OUTPUT_DESC_TAG, &self.write_desc(d).encode_to_vec(), out);
+                desc.clear();
+                self.encode_desc(d, &mut desc);
+                put_message_bytes(OP_OUTPUT_DESC_TAG, &desc, out);
             }
         }
         tail.encode_raw(out);

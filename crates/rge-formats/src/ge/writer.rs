@@ -5,11 +5,10 @@ use std::collections::{HashMap, HashSet};
 
 use rge_ir::{ComputeGraph, GraphId, InAnchor, NodeId, OutAnchor, PrimaryFormat, TensorDesc};
 
-use super::attr::bare_list_i;
+use super::entries::{Entries, Entry};
 use super::keys::{DATA_INPUT_COUNT, SRC_OUT_PEER_INDEX};
 use super::{GeModelRef, WriteOptions};
-use crate::ge_proto::attr_def::Value as V;
-use crate::ge_proto::{AttrDef, GraphDef, ModelDef, OpDef};
+use crate::ge_proto::{GraphDef, ModelDef, OpDef};
 
 /// Writing state: the options.
 pub(crate) struct Writer<'o> {
@@ -114,11 +113,25 @@ impl Writer<'_> {
 
     /// [`Writer::write_node`] without the `input_desc` and `output_desc`.
     pub(crate) fn write_node_fields(&self, cg: &ComputeGraph, n: NodeId) -> OpDef {
+        let (def, attr) = self.node_fields_and_attrs(cg, n);
+        OpDef {
+            attr: attr.into_map(self),
+            ..def
+        }
+    }
+
+    /// [`Writer::write_node_fields`] with the attribute map apart, as entries to encode.
+    pub(crate) fn node_fields_and_attrs<'g>(
+        &self,
+        cg: &'g ComputeGraph,
+        n: NodeId,
+    ) -> (OpDef, Entries<'g>) {
         let Some(node) = cg.node(n) else {
-            return OpDef::default();
+            return (OpDef::default(), Entries::default());
         };
         let op = node.op();
-        let mut def = self.write_op_fields(op);
+        let mut def = self.op_fields_but_attr(op);
+        let mut attr = self.op_entries(op);
         let peers = node.input_peers();
         let mut k = peers.len();
         while k > 0 && peers[k - 1].is_none() && op.input(k - 1).is_some_and(is_unset_input) {
@@ -149,12 +162,7 @@ impl Writer<'_> {
             links.push(Some((*p, n.in_ctrl())));
         }
         if cross {
-            def.attr.insert(
-                DATA_INPUT_COUNT.into(),
-                AttrDef {
-                    value: Some(V::I(k as i64)),
-                },
-            );
+            attr.push(DATA_INPUT_COUNT, Entry::Int(k as i64));
         }
         if self.opts.dump {
             let linked: Vec<(OutAnchor, InAnchor)> = links.iter().flatten().copied().collect();
@@ -163,9 +171,8 @@ impl Writer<'_> {
                 .iter()
                 .map(|l| l.map_or(-1, |_| found.next().unwrap_or(-1)))
                 .collect();
-            def.attr
-                .insert(SRC_OUT_PEER_INDEX.into(), bare_list_i(keys));
+            attr.push(SRC_OUT_PEER_INDEX, Entry::BareInts(keys));
         }
-        def
+        (def, attr)
     }
 }
