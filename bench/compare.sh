@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# rge beside ONNX Runtime and OpenVINO on the models of ../shared/bench/make_models.py (and, with
-# --layers, on single-op models of their Conv and MatMul layers), same inputs, same run.
+# rge beside ONNX Runtime and OpenVINO on the models of ../shared/bench/make_models.py and
+# bench/more_models.py (and, with --layers, on single-op models of their Conv and MatMul layers),
+# same inputs, same run.
 #
 #   bash bench/compare.sh [--threads 1,2] [--runs N] [--warmup N] [--only NAME…] [--layers [--families F,…]] [--json]
 #
