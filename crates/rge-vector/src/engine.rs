@@ -16,7 +16,7 @@ use rge_kernels::{
 
 use crate::elementwise::{self, BINARY_OPS, UNARY_OPS};
 use crate::simd::Isa;
-use crate::{norm, pool, reduce};
+use crate::{norm, pool, reduce, resize};
 
 /// The engine's name.
 pub const VECTOR: &str = "vector";
@@ -34,6 +34,7 @@ fn reference() -> KernelResult<KernelRegistry> {
     rge_kernels_elementwise::register(&mut b)?;
     rge_kernels_nn::register(&mut b)?;
     rge_kernels_convert::register(&mut b)?;
+    rge_kernels_misc::register(&mut b)?;
     Ok(b.build())
 }
 
@@ -110,6 +111,7 @@ pub fn kernel_set_for(isa: Isa) -> KernelResult<KernelSet> {
     norm::add_kernels(&mut set, &reg, isa)?;
     reduce::add_kernels(&mut set, &reg, isa)?;
     pool::add_kernels(&mut set, &reg, isa)?;
+    resize::add_kernels(&mut set, factory(&reg, "Resize")?);
     Ok(set)
 }
 

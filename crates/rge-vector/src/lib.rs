@@ -9,6 +9,7 @@ pub mod norm;
 pub mod pool;
 pub mod program;
 pub mod reduce;
+pub mod resize;
 mod rows;
 pub mod simd;
 

@@ -14,6 +14,7 @@ pub fn reference() -> KernelRegistry {
     rge_kernels_elementwise::register(&mut b).unwrap();
     rge_kernels_nn::register(&mut b).unwrap();
     rge_kernels_convert::register(&mut b).unwrap();
+    rge_kernels_misc::register(&mut b).unwrap();
     b.build()
 }
 
@@ -138,6 +139,32 @@ impl Case {
             }
         }
         Ok(())
+    }
+}
+
+impl Case {
+    /// Runs the node with the vector kernel of every ISA (1 thread), without the reference:
+    /// each ISA's outputs or error.
+    pub fn run_vector(&self) -> Vec<Result<Vec<Tensor>, String>> {
+        let types: Vec<Option<DType>> = self
+            .inputs
+            .iter()
+            .map(|t| t.as_ref().map(Tensor::dtype))
+            .collect();
+        let out = vec![Some(DType::Float); self.outputs];
+        let init = self.init(&types, &out);
+        vector_sets()
+            .into_iter()
+            .map(|(_, set)| {
+                let def = set
+                    .defs("", &self.op)
+                    .iter()
+                    .find(|d| d.serves(self.opset))
+                    .ok_or("no vector kernel")?;
+                let k = (def.factory)(&init).map_err(|e| e.to_string())?;
+                self.run(k.as_ref(), 1)
+            })
+            .collect()
     }
 }
 

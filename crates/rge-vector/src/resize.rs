@@ -1,0 +1,200 @@
+//! Resize (opsets 10–19) of f32 tensors whose last two axes change (images: NCHW upsampling in
+//! FPNs and detectors), every mode. The `cpu` kernel's plan (`ResizeSpec::plan`: per axis, each
+//! output position's source taps and weights, in f64) is taken as it is and run in f32, one
+//! (n, c) plane per task: each output row blends its source rows (a nearest row is read in
+//! place), then samples that line along the width. Output rows with the same source rows as the
+//! row before them (every second row of a ×2 nearest upsample) are copies of it. Taps of weight
+//! 0 are dropped, as the reference skips them, so an infinity beside a sample does not turn it
+//! into NaN. Other axes, extrapolated positions (tf_crop_and_resize outside the crop), other
+//! dtypes and empty tensors run the `cpu` kernel.
+
+use rge_kernels::{
+    DType, Kernel, KernelCtx, KernelDef, KernelFactory, KernelInit, KernelResult, KernelSet,
+    PortDef, TypeSet,
+};
+use rge_kernels_misc::{AxisPass, ResizeSpec};
+
+use crate::elementwise::fallback;
+use crate::rows::for_rows;
+
+struct Resize {
+    spec: ResizeSpec,
+    fallback: Box<dyn Kernel>,
+}
+
+/// One axis's taps in f32: output `j` reads `idx[start[j]..start[j + 1]]` with the same
+/// weights (at least one tap each).
+struct Taps {
+    start: Vec<usize>,
+    idx: Vec<usize>,
+    w: Vec<f32>,
+}
+
+impl Taps {
+    /// The taps of `pass`, or the identity over `len` positions.
+    fn from_pass(pass: Option<&AxisPass>, len: usize) -> Taps {
+        let mut t = Taps {
+            start: Vec::with_capacity(len + 1),
+            idx: Vec::with_capacity(len),
+            w: Vec::with_capacity(len),
+        };
+        t.start.push(0);
+        for j in 0..len {
+            match pass {
+                Some(p) => {
+                    let (ix, ws) = (
+                        &p.index[j * p.taps..][..p.taps],
+                        &p.weight[j * p.taps..][..p.taps],
+                    );
+                    for (&i, &w) in ix.iter().zip(ws).filter(|(_, &w)| w != 0.0) {
+                        t.idx.push(i);
+                        t.w.push(w as f32);
+                    }
+                    if t.idx.len() == *t.start.last().unwrap_or(&0) {
+                        // Every weight 0 (not produced by the plan's modes): a zero sample.
+                        t.idx.push(ix[0]);
+                        t.w.push(0.0);
+                    }
+                }
+                None => {
+                    t.idx.push(j);
+                    t.w.push(1.0);
+                }
+            }
+            t.start.push(t.idx.len());
+        }
+        t
+    }
+
+    fn of(&self, j: usize) -> (&[usize], &[f32]) {
+        let (a, b) = (self.start[j], self.start[j + 1]);
+        (&self.idx[a..b], &self.w[a..b])
+    }
+
+    /// Output `j` reads exactly one input with weight 1.
+    fn is_copy(&self, j: usize) -> bool {
+        let (ix, w) = self.of(j);
+        ix.len() == 1 && w[0] == 1.0
+    }
+
+    /// `Some(k)` when output `j` is input `j / k` for every `j` (a nearest upsample by an
+    /// integer factor, or the identity for k = 1).
+    fn repeat_factor(&self, in_len: usize) -> Option<usize> {
+        let out_len = self.start.len() - 1;
+        if in_len == 0 || !out_len.is_multiple_of(in_len) {
+            return None;
+        }
+        let k = out_len / in_len;
+        (0..out_len)
+            .all(|j| self.is_copy(j) && self.of(j).0[0] == j / k)
+            .then_some(k)
+    }
+}
+
+/// Samples `line` along the width into `dst`.
+fn sample_row(cols: &Taps, repeat: Option<usize>, line: &[f32], dst: &mut [f32]) {
+    match repeat {
+        Some(1) => dst.copy_from_slice(line),
+        Some(2) => {
+            for (d, &v) in dst.chunks_exact_mut(2).zip(line) {
+                d[0] = v;
+                d[1] = v;
+            }
+        }
+        Some(k) => {
+            for (d, &v) in dst.chunks_exact_mut(k).zip(line) {
+                d.fill(v);
+            }
+        }
+        None => {
+            for (j, d) in dst.iter_mut().enumerate() {
+                let (ix, w) = cols.of(j);
+                *d = match (ix, w) {
+                    ([i], [w]) => w * line[*i],
+                    ([i0, i1], [w0, w1]) => w0 * line[*i0] + w1 * line[*i1],
+                    _ => ix.iter().zip(w).map(|(&i, &w)| w * line[i]).sum(),
+                };
+            }
+        }
+    }
+}
+
+impl Resize {
+    fn run(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<bool> {
+        let x = ctx.input(0)?;
+        if x.dtype() != DType::Float || x.rank() < 2 || x.is_empty() {
+            return Ok(false);
+        }
+        let shape = x.shape().to_vec();
+        let plan = self.spec.plan(ctx, &shape)?;
+        let rank = shape.len();
+        let unsupported = |p: &AxisPass| p.axis + 2 < rank || p.extrapolate.iter().any(|&e| e);
+        if plan.out_shape.contains(&0) || plan.passes.iter().any(unsupported) {
+            return Ok(false);
+        }
+        let (h, w) = (shape[rank - 2], shape[rank - 1]);
+        let (oh, ow) = (plan.out_shape[rank - 2], plan.out_shape[rank - 1]);
+        let pass = |axis: usize| plan.passes.iter().find(|p| p.axis == axis);
+        let rows = Taps::from_pass(pass(rank - 2), oh);
+        let cols = Taps::from_pass(pass(rank - 1), ow);
+        let repeat = cols.repeat_factor(w);
+        let xs = x.as_slice::<f32>()?;
+        let threads = ctx.threads();
+        let out = ctx.output::<f32>(0, &plan.out_shape)?;
+        for_rows(threads, out, oh * ow, |p, plane| {
+            let src = &xs[p * h * w..][..h * w];
+            let mut blend = vec![0f32; w];
+            for oy in 0..oh {
+                let (done, rest) = plane.split_at_mut(oy * ow);
+                let dst = &mut rest[..ow];
+                if oy > 0 && rows.of(oy) == rows.of(oy - 1) {
+                    dst.copy_from_slice(&done[(oy - 1) * ow..]);
+                    continue;
+                }
+                let line = if rows.is_copy(oy) {
+                    &src[rows.of(oy).0[0] * w..][..w]
+                } else {
+                    let (ix, ws) = rows.of(oy);
+                    blend.fill(0.0);
+                    for (&i, &wt) in ix.iter().zip(ws) {
+                        for (b, &v) in blend.iter_mut().zip(&src[i * w..][..w]) {
+                            *b += wt * v;
+                        }
+                    }
+                    &blend[..]
+                };
+                sample_row(&cols, repeat, line, dst);
+            }
+        });
+        Ok(true)
+    }
+}
+
+impl Kernel for Resize {
+    fn compute(&self, ctx: &mut KernelCtx<'_>) -> KernelResult<()> {
+        if self.run(ctx)? {
+            Ok(())
+        } else {
+            self.fallback.compute(ctx)
+        }
+    }
+}
+
+fn create(init: &KernelInit<'_>, r: KernelFactory) -> KernelResult<Box<dyn Kernel>> {
+    Ok(Box::new(Resize {
+        spec: ResizeSpec::from_init(init)?,
+        fallback: fallback(r, init)?,
+    }))
+}
+
+/// Adds the Resize kernel (opsets 10 and later), falling back to `r`, the `cpu` engine's.
+pub fn add_kernels(set: &mut KernelSet, r: KernelFactory) {
+    let f32_only = || PortDef::types(TypeSet::of(&[DType::Float]));
+    set.add(
+        KernelDef::new("vector.Resize", "Resize", move |i| create(i, r))
+            .opsets(10, i64::MAX)
+            // X; roi (any float type or empty); scales (f32); sizes (i64).
+            .inputs(vec![f32_only(), PortDef::ANY, f32_only(), PortDef::ANY])
+            .outputs(vec![f32_only()]),
+    );
+}
