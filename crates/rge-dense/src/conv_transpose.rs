@@ -124,7 +124,19 @@ impl ConvTransposeKernel {
         if y.is_empty() {
             return Ok(());
         }
-        let mut col = vec![0.0f32; rows * insz];
+        // 1-D and 2-D images go through the columns a band of input rows at a time, so the
+        // band's columns stay in L2 between the GEMM that writes them and the col2im that
+        // reads them (whole, the OCR detector's 24→24 2×2/2 upsample wrote and read 10 MB).
+        let (h, width) = match p.input[..] {
+            [h, w] => (h, w),
+            _ => (1, insz),
+        };
+        let band = if p.input.len() <= 2 {
+            (COL_BAND_FLOATS / (rows * width).max(1)).clamp(1, h.max(1))
+        } else {
+            h
+        };
+        let mut col = vec![0.0f32; rows * band * width];
         for ni in 0..p.n {
             for gi in 0..g {
                 let xs = &x[(ni * p.c + gi * cg) * insz..][..cg * insz];
@@ -136,33 +148,53 @@ impl ConvTransposeKernel {
                         trans: true,
                     },
                 };
-                let b = BOperand::Raw {
-                    data: xs,
-                    ld: insz,
-                    trans: false,
-                };
-                if insz > 0 && cg > 0 {
-                    let params = GemmParams::new(rows, insz, cg);
-                    gemm::sgemm(&params, a, b, &mut col, insz, &Epilogue::NONE, threads)
-                        .map_err(gemm_err)?;
-                } else {
-                    col.fill(0.0);
-                }
                 let yo = &mut y[(ni * p.m + gi * mg) * outsz..][..mg * outsz];
                 // Each output channel starts at its bias, then takes the columns' sums.
                 for (mi, row) in yo.chunks_mut(outsz.max(1)).enumerate() {
                     row.fill(bias.map_or(0.0, |b| b[gi * mg + mi]));
                 }
-                if p.input.len() <= 2 {
-                    col2im_2d(&col, mg, p, yo);
-                } else {
+                if p.input.len() > 2 {
+                    let b = BOperand::Raw {
+                        data: xs,
+                        ld: insz,
+                        trans: false,
+                    };
+                    if insz > 0 && cg > 0 {
+                        let params = GemmParams::new(rows, insz, cg);
+                        gemm::sgemm(&params, a, b, &mut col, insz, &Epilogue::NONE, threads)
+                            .map_err(gemm_err)?;
+                    } else {
+                        col.fill(0.0);
+                    }
                     col2im_add_f32(&col, mg, &p.out, &p.input, &p.kernel, &p.tables, yo);
+                    continue;
+                }
+                for y0 in (0..h).step_by(band) {
+                    let y1 = (y0 + band).min(h);
+                    let cols = (y1 - y0) * width;
+                    let col = &mut col[..rows * cols];
+                    if cols > 0 && cg > 0 {
+                        let b = BOperand::Raw {
+                            data: &xs[y0 * width..],
+                            ld: insz,
+                            trans: false,
+                        };
+                        let params = GemmParams::new(rows, cols, cg);
+                        gemm::sgemm(&params, a, b, col, cols, &Epilogue::NONE, threads)
+                            .map_err(gemm_err)?;
+                    } else {
+                        col.fill(0.0);
+                    }
+                    col2im_2d(col, mg, p, yo, y0..y1);
                 }
             }
         }
         Ok(())
     }
 }
+
+/// Floats of GEMM columns per band of input rows (512 KiB: within L2 beside the GEMM's panels).
+const COL_BAND_FLOATS: usize = 128 * 1024;
 
 /// The valid run of one kernel offset along a dim: the first grid position whose image
 /// coordinate is inside, how many follow, the first coordinate and the step between them
@@ -178,10 +210,17 @@ fn valid_run(table: &[isize]) -> Option<(usize, usize, usize, usize)> {
     Some((first, count, table[first] as usize, step))
 }
 
-/// col2im for 1-D and 2-D: per channel and kernel offset, each input row adds into one output
-/// row at a fixed step, with the bounds found once per row (no test per element). The sums of
-/// the reference's table walk, in its order, after the bias.
-fn col2im_2d(col: &[f32], channels: usize, p: &CtPlan, img: &mut [f32]) {
+/// col2im for 1-D and 2-D, for the input rows `band` (`col` holds their columns: per channel
+/// and kernel offset, a plane of `band.len()` rows): per channel and kernel offset, each input
+/// row adds into one output row at a fixed step, with the bounds found once per row (no test
+/// per element). The sums of the reference's table walk, in its order, after the bias.
+fn col2im_2d(
+    col: &[f32],
+    channels: usize,
+    p: &CtPlan,
+    img: &mut [f32],
+    band: std::ops::Range<usize>,
+) {
     let two_d = p.input.len() == 2;
     let (h, w) = if two_d {
         (p.input[0], p.input[1])
@@ -199,7 +238,8 @@ fn col2im_2d(col: &[f32], channels: usize, p: &CtPlan, img: &mut [f32]) {
         (1, p.out[0])
     };
     let xt = &p.tables[p.input.len() - 1];
-    let (insz, outsz) = (h * w, oh * ow);
+    let (insz, outsz) = (band.len() * w, oh * ow);
+    debug_assert!(band.end <= h);
     for c in 0..channels {
         let dst = &mut img[c * outsz..][..outsz];
         for ki in 0..kh {
@@ -208,12 +248,12 @@ fn col2im_2d(col: &[f32], channels: usize, p: &CtPlan, img: &mut [f32]) {
                     continue;
                 };
                 let src_plane = &col[((c * kh + ki) * kw + kj) * insz..][..insz];
-                for iy in 0..h {
+                for iy in band.clone() {
                     let oy = if two_d { p.tables[0][ki * h + iy] } else { 0 };
                     if oy < 0 {
                         continue;
                     }
-                    let src = &src_plane[iy * w + ix0..][..n];
+                    let src = &src_plane[(iy - band.start) * w + ix0..][..n];
                     let row = &mut dst[oy as usize * ow..][..ow];
                     if sx == 1 {
                         for (o, &v) in row[ox0..ox0 + n].iter_mut().zip(src) {

@@ -836,3 +836,32 @@ fn a_wide_lstm_splits_its_cell_updates_over_threads() {
         close(&got, &want).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
     }
 }
+
+/// ConvTranspose over images large enough to run in bands of input rows (the columns of a band
+/// fit L2): the detector's 2×2/2 upsample, an overlapping 3×3/2 one with pads and groups, and
+/// one whose single input row is a band, each against the reference.
+#[test]
+fn conv_transpose_in_bands_matches_the_reference() {
+    for (x, w, k, stride, pad, group) in [
+        ([1, 6, 200, 90], [6, 5, 2, 2], 2, 2, 0, 1),
+        ([2, 4, 41, 130], [4, 3, 3, 3], 3, 2, 1, 2),
+        ([1, 3, 5, 3000], [3, 16, 3, 3], 3, 1, 1, 1),
+    ] {
+        let mut attrs = AttrMap::new();
+        attrs.set("group", group as i64);
+        attrs.set("strides", ints(&[stride, stride]));
+        attrs.set("pads", ints(&[pad; 4]));
+        attrs.set("kernel_shape", ints(&[k, k]));
+        let c = Case {
+            op: "ConvTranspose",
+            attrs,
+            inputs: vec![
+                Some(tensor(&x, 7)),
+                Some(tensor(&w, 8)),
+                Some(tensor(&[w[1] * group], 9)),
+            ],
+        };
+        check(&c, rge_dense::conv_transpose::create_conv_transpose)
+            .unwrap_or_else(|e| panic!("{x:?} {w:?}: {e}"));
+    }
+}
