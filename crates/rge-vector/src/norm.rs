@@ -1,8 +1,9 @@
 //! Softmax and LogSoftmax along a contiguous axis, LayerNormalization and RMSNormalization,
 //! BatchNormalization (inference), InstanceNormalization and GroupNormalization, on f32 rows
-//! with the SIMD loops (statistics in f32 lanes with f64 totals). Forms they do not take (an
-//! inner softmax axis, the optional statistics outputs, training mode, other dtypes) run the
-//! `cpu` engine's kernel of the node.
+//! with the SIMD loops (statistics in f32 lanes with f64 totals); Softmax and LogSoftmax along
+//! an inner axis too (column by column, in bands of columns). Forms they do not take (the
+//! optional statistics outputs, training mode, other dtypes) run the `cpu` engine's kernel of
+//! the node.
 
 use rge_kernels::shape_util::normalize_axis;
 use rge_kernels::{
@@ -12,7 +13,7 @@ use rge_kernels::{
 
 use crate::elementwise::fallback;
 use crate::rows::for_rows;
-use crate::simd::{self, Isa, Src};
+use crate::simd::{self, BinOp, Isa, Reduce, Src, UnaryOp};
 
 struct Softmax {
     log: bool,
@@ -42,8 +43,14 @@ impl Kernel for Softmax {
             shape[a as usize..].iter().product::<usize>()
         } else {
             let a = normalize_axis(self.axis, shape.len())?;
-            if shape[a + 1..].iter().product::<usize>() != 1 {
-                return self.fallback.compute(ctx);
+            let inner = shape[a + 1..].iter().product::<usize>();
+            if inner != 1 {
+                let (outer, len) = (shape[..a].iter().product::<usize>(), shape[a]);
+                let xs = x.as_slice::<f32>()?;
+                let (isa, log, threads) = (self.isa, self.log, ctx.threads());
+                let out = ctx.output::<f32>(0, shape)?;
+                softmax_inner(isa, log, threads, xs, out, (outer, len, inner));
+                return Ok(());
             }
             shape.get(a).copied().unwrap_or(1)
         };
@@ -54,6 +61,79 @@ impl Kernel for Softmax {
             simd::softmax(isa, &xs[r * cols..][..cols], y, log)
         });
         Ok(())
+    }
+}
+
+/// Columns of an inner-axis softmax handled together: `len` rows of them stay in L1/L2 through
+/// the passes.
+const SOFTMAX_COLS: usize = 1024;
+
+/// Softmax (or log-softmax) along an axis with `inner` values after it: each of the `outer`
+/// blocks is `len` rows of `inner` columns, and every column is one softmax. Column bands are
+/// the tasks; each runs the row loops on its band: the column max, `e^{x-max}` and its column
+/// sum, then a scale (log: `x - max - ln Σ`).
+fn softmax_inner(
+    isa: Isa,
+    log: bool,
+    threads: usize,
+    xs: &[f32],
+    out: &mut [f32],
+    (outer, len, inner): (usize, usize, usize),
+) {
+    if out.is_empty() {
+        return;
+    }
+    let bands = inner.div_ceil(SOFTMAX_COLS);
+    // Per (block, band): the band's slice of each of the block's rows, disjoint.
+    let mut tasks: Vec<(usize, usize, Vec<&mut [f32]>)> = Vec::with_capacity(outer * bands);
+    for (o, block) in out.chunks_mut(len * inner).enumerate() {
+        let mut per_band: Vec<Vec<&mut [f32]>> =
+            (0..bands).map(|_| Vec::with_capacity(len)).collect();
+        for row in block.chunks_mut(inner) {
+            let mut rest = row;
+            for band in per_band.iter_mut() {
+                let (head, tail) = rest.split_at_mut(rest.len().min(SOFTMAX_COLS));
+                band.push(head);
+                rest = tail;
+            }
+        }
+        for (b, rows) in per_band.into_iter().enumerate() {
+            tasks.push((o, b * SOFTMAX_COLS, rows));
+        }
+    }
+    let run = |(o, c0, mut rows): (usize, usize, Vec<&mut [f32]>)| {
+        let w = rows[0].len();
+        let x_row = |l: usize| &xs[(o * len + l) * inner + c0..][..w];
+        let mut max = vec![f32::NEG_INFINITY; w];
+        for l in 0..len {
+            simd::accumulate(isa, Reduce::Max, &mut max, x_row(l));
+        }
+        let mut sum = vec![0f32; w];
+        for (l, y) in rows.iter_mut().enumerate() {
+            simd::binary(isa, BinOp::Sub, Src::Slice(x_row(l)), Src::Slice(&max), y);
+            if log {
+                // Σ e^{x-max} from a scratch copy; y keeps x - max.
+                let mut e = y.to_vec();
+                simd::unary_in_place(isa, &UnaryOp::Exp, &mut e);
+                simd::accumulate(isa, Reduce::Sum, &mut sum, &e);
+            } else {
+                simd::unary_in_place(isa, &UnaryOp::Exp, y);
+                simd::accumulate(isa, Reduce::Sum, &mut sum, y);
+            }
+        }
+        if log {
+            simd::unary_in_place(isa, &UnaryOp::Log, &mut sum);
+        }
+        let op = if log { BinOp::Sub } else { BinOp::Div };
+        for y in rows.iter_mut() {
+            simd::binary_in_place(isa, op, Src::Slice(&sum), y);
+        }
+    };
+    if threads > 1 && tasks.len() > 1 && xs.len() >= crate::rows::PAR_MIN {
+        use rayon::prelude::*;
+        tasks.into_par_iter().for_each(run);
+    } else {
+        tasks.into_iter().for_each(run);
     }
 }
 
