@@ -1,12 +1,13 @@
 //! Resize (opsets 10–19) of f32 tensors whose last two axes change (images: NCHW upsampling in
-//! FPNs and detectors), every mode. The `cpu` kernel's plan (`ResizeSpec::plan`: per axis, each
+//! FPNs and detectors), or the two before an unchanged last one (NHWC: channels-last regions of
+//! the dense engine), every mode. The `cpu` kernel's plan (`ResizeSpec::plan`: per axis, each
 //! output position's source taps and weights, in f64) is taken as it is and run in f32, one
 //! (n, c) plane per task: each output row blends its source rows (a nearest row is read in
 //! place), then samples that line along the width. Output rows with the same source rows as the
 //! row before them (every second row of a ×2 nearest upsample) are copies of it. Taps of weight
 //! 0 are dropped, as the reference skips them, so an infinity beside a sample does not turn it
-//! into NaN. Other axes, extrapolated positions (tf_crop_and_resize outside the crop), other
-//! dtypes and empty tensors run the `cpu` kernel.
+//! into NaN. In NHWC a position is its run of channels. Other axes, extrapolated positions
+//! (tf_crop_and_resize outside the crop), other dtypes and empty tensors run the `cpu` kernel.
 
 use rge_kernels::{
     DType, Kernel, KernelCtx, KernelDef, KernelFactory, KernelInit, KernelResult, KernelSet,
@@ -91,8 +92,38 @@ impl Taps {
     }
 }
 
-/// Samples `line` along the width into `dst`.
-fn sample_row(cols: &Taps, repeat: Option<usize>, line: &[f32], dst: &mut [f32]) {
+/// Samples `line` (`inner` floats per position) along the width into `dst`.
+fn sample_row(cols: &Taps, repeat: Option<usize>, line: &[f32], dst: &mut [f32], inner: usize) {
+    if inner > 1 {
+        match repeat {
+            Some(k) => {
+                for (d, v) in dst
+                    .chunks_exact_mut(k * inner)
+                    .zip(line.chunks_exact(inner))
+                {
+                    for r in d.chunks_exact_mut(inner) {
+                        r.copy_from_slice(v);
+                    }
+                }
+            }
+            None => {
+                for (j, d) in dst.chunks_exact_mut(inner).enumerate() {
+                    let (ix, w) = cols.of(j);
+                    let at = |i: usize| &line[i * inner..][..inner];
+                    match (ix, w) {
+                        ([i], [w]) => d.iter_mut().zip(at(*i)).for_each(|(d, &v)| *d = w * v),
+                        _ => {
+                            d.fill(0.0);
+                            for (&i, &w) in ix.iter().zip(w) {
+                                d.iter_mut().zip(at(i)).for_each(|(d, &v)| *d += w * v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
     match repeat {
         Some(1) => dst.copy_from_slice(line),
         Some(2) => {
@@ -128,42 +159,54 @@ impl Resize {
         let shape = x.shape().to_vec();
         let plan = self.spec.plan(ctx, &shape)?;
         let rank = shape.len();
-        let unsupported = |p: &AxisPass| p.axis + 2 < rank || p.extrapolate.iter().any(|&e| e);
-        if plan.out_shape.contains(&0) || plan.passes.iter().any(unsupported) {
+        if plan.out_shape.contains(&0) || plan.passes.iter().any(|p| p.extrapolate.contains(&true))
+        {
             return Ok(false);
         }
-        let (h, w) = (shape[rank - 2], shape[rank - 1]);
-        let (oh, ow) = (plan.out_shape[rank - 2], plan.out_shape[rank - 1]);
+        // The two resized axes: the last two (NCHW), or the two before the last, which is
+        // unchanged (NHWC: a position is `inner` contiguous channels).
+        let within = |lo: usize| plan.passes.iter().all(|p| (lo..lo + 2).contains(&p.axis));
+        let ha = if within(rank - 2) {
+            rank - 2
+        } else if rank >= 3 && within(rank - 3) {
+            rank - 3
+        } else {
+            return Ok(false);
+        };
+        let inner: usize = shape[ha + 2..].iter().product();
+        let (h, w) = (shape[ha], shape[ha + 1]);
+        let (oh, ow) = (plan.out_shape[ha], plan.out_shape[ha + 1]);
         let pass = |axis: usize| plan.passes.iter().find(|p| p.axis == axis);
-        let rows = Taps::from_pass(pass(rank - 2), oh);
-        let cols = Taps::from_pass(pass(rank - 1), ow);
+        let rows = Taps::from_pass(pass(ha), oh);
+        let cols = Taps::from_pass(pass(ha + 1), ow);
         let repeat = cols.repeat_factor(w);
         let xs = x.as_slice::<f32>()?;
         let threads = ctx.threads();
+        let (line_len, out_len) = (w * inner, ow * inner);
         let out = ctx.output::<f32>(0, &plan.out_shape)?;
-        for_rows(threads, out, oh * ow, |p, plane| {
-            let src = &xs[p * h * w..][..h * w];
-            let mut blend = vec![0f32; w];
+        for_rows(threads, out, oh * out_len, |p, plane| {
+            let src = &xs[p * h * line_len..][..h * line_len];
+            let mut blend = vec![0f32; line_len];
             for oy in 0..oh {
-                let (done, rest) = plane.split_at_mut(oy * ow);
-                let dst = &mut rest[..ow];
+                let (done, rest) = plane.split_at_mut(oy * out_len);
+                let dst = &mut rest[..out_len];
                 if oy > 0 && rows.of(oy) == rows.of(oy - 1) {
-                    dst.copy_from_slice(&done[(oy - 1) * ow..]);
+                    dst.copy_from_slice(&done[(oy - 1) * out_len..]);
                     continue;
                 }
                 let line = if rows.is_copy(oy) {
-                    &src[rows.of(oy).0[0] * w..][..w]
+                    &src[rows.of(oy).0[0] * line_len..][..line_len]
                 } else {
                     let (ix, ws) = rows.of(oy);
                     blend.fill(0.0);
                     for (&i, &wt) in ix.iter().zip(ws) {
-                        for (b, &v) in blend.iter_mut().zip(&src[i * w..][..w]) {
+                        for (b, &v) in blend.iter_mut().zip(&src[i * line_len..][..line_len]) {
                             *b += wt * v;
                         }
                     }
                     &blend[..]
                 };
-                sample_row(&cols, repeat, line, dst);
+                sample_row(&cols, repeat, line, dst, inner);
             }
         });
         Ok(true)

@@ -59,14 +59,17 @@ proptest! {
         nearest in prop::sample::select(NEAREST),
         antialias in any::<bool>(),
         exclude in any::<bool>(),
+        nhwc in any::<bool>(),
     ) {
-        let by = if sized {
-            let len = |d: usize, s: f32| ((d as f32 * s) as i64).max(1);
-            Err([n as i64, ch as i64, len(h, sh), len(w, sw)])
-        } else {
-            Ok([1.0, 1.0, sh, sw])
+        let len = |d: usize, s: f32| ((d as f32 * s) as i64).max(1);
+        // Channels last: the image's axes 1 and 2 change, the last does not.
+        let (x, by) = match (nhwc, sized) {
+            (false, true) => (image(n, ch, h, w), Err([n as i64, ch as i64, len(h, sh), len(w, sw)])),
+            (false, false) => (image(n, ch, h, w), Ok([1.0, 1.0, sh, sw])),
+            (true, true) => (image(n, h, w, ch), Err([n as i64, len(h, sh), len(w, sw), ch as i64])),
+            (true, false) => (image(n, h, w, ch), Ok([1.0, sh, sw, 1.0])),
         };
-        let c = resize(image(n, ch, h, w), by)
+        let c = resize(x, by)
             .attr("mode", mode)
             .attr("coordinate_transformation_mode", coord)
             .attr("nearest_mode", nearest)

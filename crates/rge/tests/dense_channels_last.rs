@@ -347,3 +347,67 @@ fn global_pools_join_the_region() {
         }
     }
 }
+
+/// YOLOv8's pieces: a C2f (a conv, Split of its channels, two convs on one half, Concat of
+/// the halves and their result, a 1×1 conv), an SE-style gate (GlobalAveragePool, Sigmoid, a
+/// broadcast Mul), a nearest ×2 Resize of constant scales and a scalar Mul. `near_miss` turns
+/// the Concat to the height axis and gives the Resize computed scales: those stay in NCHW.
+fn c2f_neck(near_miss: bool) -> ModelProto {
+    let mut n = Net::new();
+    n.opset = 13;
+    let x = n.input("x", F32, &[1, 8, 12, 10]);
+    let c0 = conv(&mut n, &x, spec(8, 32, 3, 1, 1), 1);
+    let split = n.ints(&[16, 16]);
+    n.op_outs("Split", &[&c0, &split], &["a", "b"], vec![a_int("axis", 1)]);
+    let b1 = conv(&mut n, "b", spec(16, 16, 3, 1, 1), 3);
+    let b2 = conv(&mut n, &b1, spec(16, 16, 3, 1, 1), 5);
+    let axis = if near_miss { 2 } else { 1 };
+    let cat = n.op("Concat", &["a", "b", &b2], vec![a_int("axis", axis)]);
+    let cin = if near_miss { 16 } else { 48 };
+    let c1 = conv(&mut n, &cat, spec(cin, 32, 1, 1, 1), 7);
+    let gap = n.op("GlobalAveragePool", &[&c1], vec![]);
+    let gate = n.op("Sigmoid", &[&gap], vec![]);
+    n.op_to("Mul", &[&c1, &gate], "se", vec![]);
+    let roi = n.floats(&[]);
+    let scales = if near_miss {
+        let s = n.floats(&[1.0, 1.0, 2.0, 2.0]);
+        n.op("Identity", &[&s], vec![])
+    } else {
+        n.floats(&[1.0, 1.0, 2.0, 2.0])
+    };
+    let up = n.op(
+        "Resize",
+        &[&c1, &roi, &scales],
+        vec![a_str("mode", "nearest")],
+    );
+    let half = n.scalar(0.5);
+    n.op_to("Mul", &[&up, &half], "up", vec![]);
+    let h = if near_miss { 36 } else { 12 };
+    n.output("se", F32, &[1, 32, h, 10]);
+    n.output("up", F32, &[1, 32, 2 * h, 20]);
+    n.model()
+}
+
+#[test]
+fn splits_concats_resizes_and_elementwise_ops_join_the_region() {
+    let m = c2f_neck(false);
+    let want = compile(&m, no_dense());
+    for threads in [1, 2] {
+        let got = compile_on(&m, threads);
+        assert_eq!(got.count("FusedConvNhwc"), 4, "{:?}", got.types);
+        // In at the first convolution; out at the two graph outputs: nothing between.
+        assert_eq!(got.count("Transpose"), 3, "{:?}", got.types);
+        assert_close(&got, &want);
+    }
+}
+
+#[test]
+fn a_concat_off_the_channels_and_computed_scales_stay_in_nchw() {
+    let m = c2f_neck(true);
+    let want = compile(&m, no_dense());
+    let got = compile_on(&m, 1);
+    assert_close(&got, &want);
+    // The Concat along the height leaves the region there; the Resize reads NCHW.
+    assert!(got.count("Transpose") > 3, "{:?}", got.types);
+    assert!(got.has("Concat") && got.has("Resize"), "{:?}", got.types);
+}
