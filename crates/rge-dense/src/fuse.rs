@@ -82,7 +82,7 @@ fn const_of(g: &ComputeGraph, n: NodeId) -> Option<&IrTensor> {
 }
 
 /// The constant feeding input `i` of `n`.
-fn const_input(g: &ComputeGraph, n: NodeId, i: usize) -> Option<(NodeId, Tensor)> {
+pub(crate) fn const_input(g: &ComputeGraph, n: NodeId, i: usize) -> Option<(NodeId, Tensor)> {
     let src = g.node(n)?.peer_of_input(i)?;
     let t = tensor_from_ir(const_of(g, src.node)?).ok()?;
     Some((src.node, t))
@@ -115,12 +115,12 @@ pub(crate) fn has_control(g: &ComputeGraph, n: NodeId) -> bool {
         .is_some_and(|nd| !nd.in_ctrl_peers().is_empty() || !nd.out_ctrl_peers().is_empty())
 }
 
-fn f32s(t: &Tensor) -> Option<Vec<f32>> {
+pub(crate) fn f32s(t: &Tensor) -> Option<Vec<f32>> {
     t.as_slice::<f32>().ok().map(<[f32]>::to_vec)
 }
 
 /// A new Const op named `name` holding `t`.
-fn const_op(name: String, t: &Tensor) -> OpDesc {
+pub(crate) fn const_op(name: String, t: &Tensor) -> OpDesc {
     let value = tensor_to_ir(t);
     let mut op = OpDesc::new(name, "Const");
     // A new op has no output yet, so adding one cannot fail.

@@ -84,25 +84,24 @@ impl FusedKernel {
     fn run_chunk(&self, ops: &[Operand<'_>], out: &mut [f32], start: usize) {
         let n_tmp = self.program.instrs.len() - 1;
         let mut temps = vec![0.0f32; TILE * n_tmp];
-        // One scratch tile per operand for trailing operands that wrap inside a tile, and one
-        // for a unary op of a scalar.
-        let mut gather = vec![0.0f32; TILE * ops.len()];
+        // Each trailing operand repeated to cover a tile from any phase: a tile reads
+        // `rep[g0 % p..][..len]` in place (a per-channel row of an NHWC image is short, so most
+        // tiles wrap it many times). One scratch tile for a unary op of a scalar.
+        let reps: Vec<Vec<f32>> = ops
+            .iter()
+            .map(|op| match op {
+                Operand::Trailing(x) if !x.is_empty() => {
+                    let copies = (TILE + x.len()).div_ceil(x.len());
+                    x.iter().copied().cycle().take(copies * x.len()).collect()
+                }
+                _ => Vec::new(),
+            })
+            .collect();
         let mut fill = vec![0.0f32; TILE];
         let mut t0 = 0;
         while t0 < out.len() {
             let len = TILE.min(out.len() - t0);
             let g0 = start + t0;
-            for (k, op) in ops.iter().enumerate() {
-                if let Operand::Trailing(x) = op {
-                    let p = x.len();
-                    if g0 % p + len > p {
-                        let buf = &mut gather[k * TILE..k * TILE + len];
-                        for (j, v) in buf.iter_mut().enumerate() {
-                            *v = x[(g0 + j) % p];
-                        }
-                    }
-                }
-            }
             let last = self.program.instrs.len() - 1;
             for (i, ins) in self.program.instrs.iter().enumerate() {
                 let (done, rest) = temps.split_at_mut(i.min(n_tmp) * TILE);
@@ -119,13 +118,8 @@ impl FusedKernel {
                             Operand::Scalar(v) => Src::Scalar(*v),
                             Operand::Expanded(x) => Src::Slice(&x[g0..g0 + len]),
                             Operand::Trailing(x) => {
-                                let p = x.len();
-                                let o = g0 % p;
-                                if o + len <= p {
-                                    Src::Slice(&x[o..o + len])
-                                } else {
-                                    Src::Slice(&gather[k * TILE..k * TILE + len])
-                                }
+                                let o = g0 % x.len().max(1);
+                                Src::Slice(&reps[k][o..o + len])
                             }
                         },
                     }

@@ -411,3 +411,63 @@ fn a_concat_off_the_channels_and_computed_scales_stay_in_nchw() {
     assert!(got.count("Transpose") > 3, "{:?}", got.types);
     assert!(got.has("Concat") && got.has("Resize"), "{:?}", got.types);
 }
+
+/// DenseNet's dense layers: the features so far (a Concat) through BatchNormalization and
+/// Relu into a 1×1 then a 3×3 convolution, whose output joins the next Concat. `computed`
+/// gives the second BatchNormalization its mean from a graph input: that one stays in NCHW.
+fn dense_layers(computed: bool) -> ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[1, 8, 9, 11]);
+    let stem = conv(&mut n, &x, spec(8, 16, 3, 1, 1), 1);
+    let mut feats = vec![stem.clone()];
+    for (k, cin) in [(0u32, 16i64), (1, 24)] {
+        let cat = if feats.len() == 1 {
+            feats[0].clone()
+        } else {
+            let refs: Vec<&str> = feats.iter().map(String::as_str).collect();
+            n.op("Concat", &refs, vec![a_int("axis", 1)])
+        };
+        let scale = n.weight(&[cin], 10 + k);
+        let bias = n.weight(&[cin], 20 + k);
+        let mean = if computed && k == 1 {
+            n.input("mean", F32, &[cin])
+        } else {
+            n.weight(&[cin], 30 + k)
+        };
+        let var = n.weight(&[cin], 40 + k);
+        let var = n.op("Abs", &[&var], vec![]);
+        let bn = n.op(
+            "BatchNormalization",
+            &[&cat, &scale, &bias, &mean, &var],
+            vec![],
+        );
+        let r = n.op("Relu", &[&bn], vec![]);
+        let a = conv(&mut n, &r, spec(cin, 16, 1, 1, 1), 50 + 2 * k);
+        let b = conv(&mut n, &a, spec(16, 8, 3, 1, 1), 60 + 2 * k);
+        feats.push(b);
+    }
+    let refs: Vec<&str> = feats.iter().map(String::as_str).collect();
+    n.op_to("Concat", &refs, "y", vec![a_int("axis", 1)]);
+    n.output("y", F32, &[1, 32, 9, 11]);
+    n.model()
+}
+
+#[test]
+fn batch_normalizations_between_convolutions_join_the_region() {
+    let m = dense_layers(false);
+    let want = compile(&m, no_dense());
+    for threads in [1, 2] {
+        let got = compile_on(&m, threads);
+        assert_eq!(got.count("FusedConvNhwc"), 5, "{:?}", got.types);
+        assert!(!got.has("BatchNormalization"), "{:?}", got.types);
+        assert_eq!(got.count("Transpose"), 2, "{:?}", got.types);
+        assert_close(&got, &want);
+    }
+    // A computed statistic: that BatchNormalization stays, in NCHW between Transposes.
+    let m = dense_layers(true);
+    let want = compile(&m, no_dense());
+    let got = compile_on(&m, 1);
+    assert_eq!(got.count("BatchNormalization"), 1, "{:?}", got.types);
+    assert!(got.count("Transpose") > 2, "{:?}", got.types);
+    assert_close(&got, &want);
+}

@@ -288,3 +288,37 @@ fn thousands_of_regions_fuse_in_batches_and_match_cpu() {
     let (want, _) = run(&m, cpu(), &inputs);
     same(&got, &want);
 }
+
+#[test]
+fn trailing_rows_of_any_length_match_cpu() {
+    // y = relu(x·s + t) with s, t rows over the last dim (a BatchNormalization on channels-last
+    // data): rows far shorter than the kernel's tile (read many times per tile), one that
+    // divides it, and one longer than it.
+    for c in [7usize, 256, 1500] {
+        let row = |k: usize| TensorProto {
+            name: format!("r{k}"),
+            dims: vec![c as i64],
+            data_type: FLOAT,
+            float_data: (0..c)
+                .map(|i| ((i * (k + 3)) % 17) as f32 / 8.0 - 1.0)
+                .collect(),
+            ..Default::default()
+        };
+        let dims = [3, 5, c as i64];
+        let m = model(
+            vec![
+                node("Mul", "m", &["x", "r0"], "m"),
+                node("Add", "a", &["m", "r1"], "a"),
+                node("Relu", "y", &["a"], "y"),
+            ],
+            vec![vi("x", FLOAT, &dims)],
+            vec![vi("y", FLOAT, &dims)],
+            vec![row(0), row(1)],
+        );
+        let inputs = [tensor(&[3, 5, c], 5)];
+        let (got, placed) = run(&m, EngineArgs::default(), &inputs);
+        assert_eq!(compute_steps(&placed).len(), 1, "{c}: {placed:?}");
+        let (want, _) = run(&m, cpu(), &inputs);
+        same(&got, &want);
+    }
+}
