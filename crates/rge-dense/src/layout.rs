@@ -16,11 +16,11 @@
 //! What a region takes: Conv or FusedConv, 2-D, f32, every shape known, constant weights (and
 //! bias), ungrouped or depthwise, no control edges; pools fed by a member; and, fed by a
 //! member, ops that run unchanged on NHWC data (elementwise ones over 4-D operands, Concat and
-//! Split of the channels, Resize of the image axes, BatchNormalization as a per-channel
-//! Mul and Add: `SameKind`). Groups of fewer than three
-//! convolutions stay in NCHW (the two Transposes would cost what they save), and a convolution
-//! outside a region keeps the NCHW kernels (Winograd for 3×3 stride 1). Measured on ResNet-18 against
-//! NCHW with Winograd: 28.2 → 26.4 ms at 1 thread, 16.0 → 14.6 at 2.
+//! Split of the channels, Resize of the image axes, BatchNormalization as a per-channel Mul and
+//! Add: `SameKind`). Groups of fewer than three convolutions stay in NCHW (the two Transposes
+//! would cost what they save), and a convolution outside a region keeps the NCHW kernels
+//! (Winograd for 3×3 stride 1). Measured on ResNet-18 against NCHW with Winograd: 28.2 → 26.4
+//! ms at 1 thread, 16.0 → 14.6 at 2.
 
 use std::collections::{HashMap, HashSet};
 
