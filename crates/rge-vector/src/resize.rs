@@ -2,8 +2,9 @@
 //! FPNs and detectors), or the two before an unchanged last one (NHWC: channels-last regions of
 //! the dense engine), every mode. The `cpu` kernel's plan (`ResizeSpec::plan`: per axis, each
 //! output position's source taps and weights, in f64) is taken as it is and run in f32, one
-//! (n, c) plane per task: each output row blends its source rows (a nearest row is read in
-//! place), then samples that line along the width. Output rows with the same source rows as the
+//! plane per task (or a band of its rows, when the planes are too few for the threads): each
+//! output row blends its source rows (a nearest row is read in place), then samples that line
+//! along the width. Output rows with the same source rows as the
 //! row before them (every second row of a ×2 nearest upsample) are copies of it. Taps of weight
 //! 0 are dropped, as the reference skips them, so an infinity beside a sample does not turn it
 //! into NaN. In NHWC a position is its run of channels. Other axes, extrapolated positions
@@ -184,14 +185,25 @@ impl Resize {
         let threads = ctx.threads();
         let (line_len, out_len) = (w * inner, ow * inner);
         let out = ctx.output::<f32>(0, &plan.out_shape)?;
-        for_rows(threads, out, oh * out_len, |p, plane| {
-            let src = &xs[p * h * line_len..][..h * line_len];
+        // Tasks of `band` output rows (a whole plane when there are planes enough for the
+        // threads; else, as for one NHWC image, rows of it); a task's first row is computed,
+        // the next ones copy the row before them when they have the same sources.
+        let planes = plan.out_shape[..ha].iter().product::<usize>();
+        let band = if threads <= 1 || planes >= 2 * threads {
+            oh
+        } else {
+            oh.div_ceil(2 * threads).max(1)
+        };
+        for_rows(threads, out, band * out_len, |ci, chunk| {
             let mut blend = vec![0f32; line_len];
-            for oy in 0..oh {
-                let (done, rest) = plane.split_at_mut(oy * out_len);
+            for j in 0..chunk.len() / out_len {
+                let r = ci * band + j;
+                let (p, oy) = (r / oh, r % oh);
+                let src = &xs[p * h * line_len..][..h * line_len];
+                let (done, rest) = chunk.split_at_mut(j * out_len);
                 let dst = &mut rest[..out_len];
-                if oy > 0 && rows.of(oy) == rows.of(oy - 1) {
-                    dst.copy_from_slice(&done[(oy - 1) * out_len..]);
+                if j > 0 && oy > 0 && rows.of(oy) == rows.of(oy - 1) {
+                    dst.copy_from_slice(&done[(j - 1) * out_len..]);
                     continue;
                 }
                 let line = if rows.is_copy(oy) {

@@ -81,14 +81,23 @@ proptest! {
 
 #[test]
 fn upsampling_by_two_as_fpns_do() {
-    // The detector's case: nearest ×2 (every second row a copy), and linear.
+    // The detector's case: nearest ×2 (every second row a copy), and linear; NCHW, and NHWC
+    // as the dense engine's channels-last regions run it; the last two large enough to split
+    // over threads (one image's rows; planes).
     for (mode, coord) in [("nearest", "asymmetric"), ("linear", "half_pixel")] {
-        let c = resize(image(1, 5, 20, 20), Ok([1.0, 1.0, 2.0, 2.0]))
-            .attr("mode", mode)
-            .attr("coordinate_transformation_mode", coord)
-            .attr("nearest_mode", "floor");
-        c.check(1e-6, 1e-6)
-            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        for (x, s) in [
+            (image(1, 5, 20, 20), [1.0, 1.0, 2.0, 2.0]),
+            (image(1, 20, 20, 5), [1.0, 2.0, 2.0, 1.0]),
+            (image(1, 41, 39, 24), [1.0, 2.0, 2.0, 1.0]),
+            (image(2, 3, 70, 90), [1.0, 1.0, 2.0, 2.0]),
+        ] {
+            let c = resize(x, Ok(s))
+                .attr("mode", mode)
+                .attr("coordinate_transformation_mode", coord)
+                .attr("nearest_mode", "floor");
+            c.check(1e-6, 1e-6)
+                .unwrap_or_else(|e| panic!("{mode} {s:?}: {e}"));
+        }
     }
 }
 
