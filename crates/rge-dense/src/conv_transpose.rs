@@ -136,7 +136,11 @@ impl ConvTransposeKernel {
         } else {
             h
         };
-        let mut col = vec![0.0f32; rows * band * width];
+        let mut col = if p.input.len() > 2 {
+            vec![0.0f32; rows * insz]
+        } else {
+            Vec::new()
+        };
         for ni in 0..p.n {
             for gi in 0..g {
                 let xs = &x[(ni * p.c + gi * cg) * insz..][..cg * insz];
@@ -169,27 +173,153 @@ impl ConvTransposeKernel {
                     col2im_add_f32(&col, mg, &p.out, &p.input, &p.kernel, &p.tables, yo);
                     continue;
                 }
-                for y0 in (0..h).step_by(band) {
-                    let y1 = (y0 + band).min(h);
-                    let cols = (y1 - y0) * width;
-                    let col = &mut col[..rows * cols];
-                    if cols > 0 && cg > 0 {
-                        let b = BOperand::Raw {
-                            data: &xs[y0 * width..],
-                            ld: insz,
-                            trans: false,
-                        };
-                        let params = GemmParams::new(rows, cols, cg);
-                        gemm::sgemm(&params, a, b, col, cols, &Epilogue::NONE, threads)
-                            .map_err(gemm_err)?;
-                    } else {
-                        col.fill(0.0);
-                    }
-                    col2im_2d(col, mg, p, yo, y0..y1);
-                }
+                let bands = BandRun {
+                    p,
+                    a,
+                    xs,
+                    rows,
+                    cg,
+                    mg,
+                    band,
+                };
+                bands.run(yo, threads)?;
             }
         }
         Ok(())
+    }
+}
+
+/// One image and group of a 1-D or 2-D ConvTranspose, run a band of input rows at a time.
+struct BandRun<'a> {
+    p: &'a CtPlan,
+    a: AOperand<'a>,
+    /// The group's input channels, `cg` planes.
+    xs: &'a [f32],
+    /// GEMM rows: the group's output channels times the kernel's size.
+    rows: usize,
+    cg: usize,
+    mg: usize,
+    /// Input rows per band.
+    band: usize,
+}
+
+impl BandRun<'_> {
+    fn dims(&self) -> (usize, usize, usize) {
+        let p = self.p;
+        match (&p.input[..], &p.out[..]) {
+            ([h, w], [_, ow]) => (*h, *w, *ow),
+            _ => (1, p.input.iter().product(), p.out.iter().product()),
+        }
+    }
+
+    /// The output rows band `y0..y1` writes, if any (`[lo, hi)`).
+    fn out_rows(&self, y0: usize, y1: usize) -> Option<(usize, usize)> {
+        let p = self.p;
+        if p.input.len() != 2 {
+            return Some((0, 1));
+        }
+        let h = p.input[0];
+        let rows = (0..p.kernel[0])
+            .flat_map(|ki| (y0..y1).map(move |iy| p.tables[0][ki * h + iy]))
+            .filter(|&r| r >= 0);
+        let (lo, hi) = rows.fold((isize::MAX, -1), |(lo, hi), r| (lo.min(r), hi.max(r)));
+        (hi >= 0).then(|| (lo as usize, hi as usize + 1))
+    }
+
+    /// Bands `first..last` (band indices) into the output planes `planes`, which hold the
+    /// output rows from `row0` on: per band the GEMM's columns, then col2im.
+    fn bands(
+        &self,
+        range: std::ops::Range<usize>,
+        planes: &mut [&mut [f32]],
+        row0: usize,
+        threads: usize,
+    ) -> KernelResult<()> {
+        let (h, width, _) = self.dims();
+        let mut col = vec![0.0f32; self.rows * self.band * width];
+        for b in range {
+            let (y0, y1) = (b * self.band, ((b + 1) * self.band).min(h));
+            let cols = (y1 - y0) * width;
+            let col = &mut col[..self.rows * cols];
+            if cols > 0 && self.cg > 0 {
+                let bop = BOperand::Raw {
+                    data: &self.xs[y0 * width..],
+                    ld: h * width,
+                    trans: false,
+                };
+                let params = GemmParams::new(self.rows, cols, self.cg);
+                gemm::sgemm(&params, self.a, bop, col, cols, &Epilogue::NONE, threads)
+                    .map_err(gemm_err)?;
+            } else {
+                col.fill(0.0);
+            }
+            col2im_2d(col, self.mg, self.p, planes, row0, y0..y1);
+        }
+        Ok(())
+    }
+
+    /// All bands into `yo` (the group's `mg` output planes). On several threads, when the
+    /// bands' output rows do not overlap (a stride at least the kernel's height, as in an
+    /// FPN's 2×2/2 upsample), runs of bands are the tasks, each on its own rows of every
+    /// plane; otherwise the bands run in order, each GEMM on the threads.
+    fn run(&self, yo: &mut [f32], threads: usize) -> KernelResult<()> {
+        let (h, _, ow) = self.dims();
+        let outsz = yo.len() / self.mg.max(1);
+        let n_bands = h.div_ceil(self.band).max(1);
+        let spans: Vec<Option<(usize, usize)>> = (0..n_bands)
+            .map(|b| self.out_rows(b * self.band, ((b + 1) * self.band).min(h)))
+            .collect();
+        let disjoint = spans
+            .iter()
+            .flatten()
+            .zip(spans.iter().flatten().skip(1))
+            .all(|(a, b)| a.1 <= b.0);
+        let parts = threads.min(n_bands);
+        if parts <= 1 || !disjoint || outsz == 0 {
+            let mut planes: Vec<&mut [f32]> = yo.chunks_mut(outsz.max(1)).collect();
+            return self.bands(0..n_bands, &mut planes, 0, threads);
+        }
+        // Part t: bands `t·per..`, its output rows from the first band's first row to the next
+        // part's first row (the last: to the end), cut out of every plane.
+        let per = n_bands.div_ceil(parts);
+        let starts: Vec<usize> = (0..parts)
+            .map(|t| {
+                spans[(t * per).min(n_bands)..]
+                    .iter()
+                    .flatten()
+                    .next()
+                    .map_or(outsz / ow.max(1), |s| s.0)
+            })
+            .collect();
+        let mut slices: Vec<Vec<&mut [f32]>> = (0..parts).map(|_| Vec::new()).collect();
+        for plane in yo.chunks_mut(outsz) {
+            let (_, mut rest) = plane.split_at_mut(starts[0] * ow);
+            for t in 0..parts {
+                let end = starts.get(t + 1).map_or(outsz / ow, |&s| s) * ow;
+                let len = end - starts[t] * ow;
+                let (mine, tail) = rest.split_at_mut(len);
+                slices[t].push(mine);
+                rest = tail;
+            }
+        }
+        let slices: Vec<std::sync::Mutex<Vec<&mut [f32]>>> =
+            slices.into_iter().map(std::sync::Mutex::new).collect();
+        let failed = std::sync::Mutex::new(None);
+        rge_kernels::parts::for_each_part(parts, |t| {
+            let Ok(mut planes) = slices[t].lock() else {
+                return;
+            };
+            let range = (t * per).min(n_bands)..((t + 1) * per).min(n_bands);
+            if let Err(e) = self.bands(range, &mut planes, starts[t], 1) {
+                if let Ok(mut f) = failed.lock() {
+                    *f = Some(e);
+                }
+            }
+        });
+        match failed.into_inner() {
+            Ok(Some(e)) => Err(e),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -218,7 +348,8 @@ fn col2im_2d(
     col: &[f32],
     channels: usize,
     p: &CtPlan,
-    img: &mut [f32],
+    planes: &mut [&mut [f32]],
+    row0: usize,
     band: std::ops::Range<usize>,
 ) {
     let two_d = p.input.len() == 2;
@@ -240,8 +371,8 @@ fn col2im_2d(
     let xt = &p.tables[p.input.len() - 1];
     let (insz, outsz) = (band.len() * w, oh * ow);
     debug_assert!(band.end <= h);
-    for c in 0..channels {
-        let dst = &mut img[c * outsz..][..outsz];
+    debug_assert!(outsz > 0 && planes.len() == channels);
+    for (c, dst) in planes.iter_mut().enumerate().take(channels) {
         for ki in 0..kh {
             for kj in 0..kw {
                 let Some((ix0, n, ox0, sx)) = valid_run(&xt[kj * w..][..w]) else {
@@ -254,7 +385,7 @@ fn col2im_2d(
                         continue;
                     }
                     let src = &src_plane[(iy - band.start) * w + ix0..][..n];
-                    let row = &mut dst[oy as usize * ow..][..ow];
+                    let row = &mut dst[(oy as usize - row0) * ow..][..ow];
                     if sx == 1 {
                         for (o, &v) in row[ox0..ox0 + n].iter_mut().zip(src) {
                             *o += v;

@@ -838,14 +838,17 @@ fn a_wide_lstm_splits_its_cell_updates_over_threads() {
 }
 
 /// ConvTranspose over images large enough to run in bands of input rows (the columns of a band
-/// fit L2): the detector's 2×2/2 upsample, an overlapping 3×3/2 one with pads and groups, and
-/// one whose single input row is a band, each against the reference.
+/// fit L2), at 1 and 2 threads (bands whose output rows do not overlap run in parallel): the
+/// detector's 2×2/2 upsample, an overlapping 3×3/2 one with pads and groups, one whose single
+/// input row is a band, and a stride above the kernel, each against the reference.
 #[test]
 fn conv_transpose_in_bands_matches_the_reference() {
     for (x, w, k, stride, pad, group) in [
         ([1, 6, 200, 90], [6, 5, 2, 2], 2, 2, 0, 1),
         ([2, 4, 41, 130], [4, 3, 3, 3], 3, 2, 1, 2),
         ([1, 3, 5, 3000], [3, 16, 3, 3], 3, 1, 1, 1),
+        // A stride above the kernel: output rows no band writes, between the bands' own.
+        ([1, 4, 150, 600], [4, 3, 2, 2], 2, 3, 0, 2),
     ] {
         let mut attrs = AttrMap::new();
         attrs.set("group", group as i64);
