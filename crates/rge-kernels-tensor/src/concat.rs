@@ -9,6 +9,22 @@ use crate::util::{axis, count, dims};
 pub(crate) struct Join {
     outer: usize,
     chunks: Vec<usize>,
+    /// Threads to split the rows over (when there are enough of them: [`parts_for`]).
+    pub(crate) threads: usize,
+}
+
+/// Elements from which a concatenation or split spreads its rows over the threads.
+const PAR_MIN: usize = 1 << 16;
+
+/// How many parts `outer` rows of `total` elements split into on `threads` threads: one per
+/// thread when the rows are many and the copy is large (a channels-last image's pixels,
+/// concatenated channel by channel), else one.
+fn parts_for(threads: usize, outer: usize, total: usize) -> usize {
+    if threads > 1 && total >= PAR_MIN && outer >= 2 * threads {
+        threads
+    } else {
+        1
+    }
 }
 
 impl Movement for Join {
@@ -25,12 +41,23 @@ impl Movement for Join {
                 return Err(KernelError::invalid("concat input size mismatch"));
             }
         }
-        let mut pos = 0;
-        for o in 0..self.outer {
-            for (s, &c) in srcs.iter().zip(&self.chunks) {
-                out[pos..pos + c].clone_from_slice(&s[o * c..(o + 1) * c]);
-                pos += c;
+        let fill_rows = |first: usize, dst: &mut [T]| {
+            let mut pos = 0;
+            for o in first..first + dst.len() / row.max(1) {
+                for (s, &c) in srcs.iter().zip(&self.chunks) {
+                    dst[pos..pos + c].clone_from_slice(&s[o * c..(o + 1) * c]);
+                    pos += c;
+                }
             }
+        };
+        let parts = parts_for(self.threads, self.outer, out.len());
+        if parts <= 1 || row == 0 {
+            fill_rows(0, out);
+        } else {
+            let per = self.outer.div_ceil(parts);
+            rge_kernels::parts::for_each_chunk_mut(out, per * row, |t, dst| {
+                fill_rows(t * per, dst)
+            });
         }
         Ok(())
     }
@@ -79,7 +106,14 @@ pub(crate) fn join_plan(
     let mut out = base;
     out[a] = total;
     let outer = count(&out[..a])?;
-    Ok((out, Join { outer, chunks }))
+    Ok((
+        out,
+        Join {
+            outer,
+            chunks,
+            threads: 1,
+        },
+    ))
 }
 
 struct Concat {
@@ -91,7 +125,8 @@ impl Kernel for Concat {
         let inputs = (0..ctx.input_count())
             .map(|i| ctx.input(i))
             .collect::<KernelResult<Vec<_>>>()?;
-        let (out, join) = join_plan(&inputs, self.axis, false)?;
+        let (out, mut join) = join_plan(&inputs, self.axis, false)?;
+        join.threads = ctx.threads();
         run_movement(ctx, &inputs, &[(0, out)], &join)
     }
 }
@@ -110,6 +145,8 @@ pub(crate) fn concat(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
 pub(crate) struct Cut {
     outer: usize,
     chunks: Vec<usize>,
+    /// Threads to split the rows over (as [`Join::threads`]).
+    pub(crate) threads: usize,
 }
 
 impl Movement for Cut {
@@ -119,13 +156,44 @@ impl Movement for Cut {
         if src.len() != self.outer * row || outs.len() != self.chunks.len() {
             return Err(KernelError::invalid("split sizes do not add up"));
         }
-        let mut pos = 0;
-        for o in 0..self.outer {
-            for (out, &c) in outs.iter_mut().zip(&self.chunks) {
-                out[o * c..(o + 1) * c].clone_from_slice(&src[pos..pos + c]);
-                pos += c;
+        // Rows `first..` into `dsts` (each output's slice of those rows).
+        let cut_rows = |first: usize, dsts: &mut [&mut [T]]| {
+            let n = dsts
+                .iter()
+                .zip(&self.chunks)
+                .find(|(_, &c)| c > 0)
+                .map_or(0, |(d, &c)| d.len() / c);
+            let mut pos = first * row;
+            for o in 0..n {
+                for (out, &c) in dsts.iter_mut().zip(&self.chunks) {
+                    out[o * c..(o + 1) * c].clone_from_slice(&src[pos..pos + c]);
+                    pos += c;
+                }
+            }
+        };
+        let parts = parts_for(self.threads, self.outer, src.len());
+        if parts <= 1 || row == 0 {
+            cut_rows(0, outs);
+            return Ok(());
+        }
+        // Part t: rows `t·per..`, cut out of every output.
+        let per = self.outer.div_ceil(parts);
+        let mut mine: Vec<Vec<&mut [T]>> = (0..parts).map(|_| Vec::new()).collect();
+        for (out, &c) in outs.iter_mut().zip(&self.chunks) {
+            let mut rest: &mut [T] = out;
+            for m in mine.iter_mut() {
+                let (head, tail) = rest.split_at_mut((per * c).min(rest.len()));
+                m.push(head);
+                rest = tail;
             }
         }
+        let mine: Vec<std::sync::Mutex<Vec<&mut [T]>>> =
+            mine.into_iter().map(std::sync::Mutex::new).collect();
+        rge_kernels::parts::for_each_part(parts, |t| {
+            if let Ok(mut d) = mine[t].lock() {
+                cut_rows(t * per, &mut d);
+            }
+        });
         Ok(())
     }
 }
@@ -157,7 +225,14 @@ pub(crate) fn cut_plan(
         })
         .collect();
     let chunks = sizes.iter().map(|&s| s * inner).collect();
-    Ok((shapes, Cut { outer, chunks }))
+    Ok((
+        shapes,
+        Cut {
+            outer,
+            chunks,
+            threads: 1,
+        },
+    ))
 }
 
 /// Sizes of `n` chunks of `dim`: equal, or ceil-sized with a smaller last one (as the ONNX
@@ -215,7 +290,8 @@ impl Kernel for Split {
                 equal_sizes(data.shape()[a], n)?
             }
         };
-        let (shapes, cut) = cut_plan(data.shape(), a, &sizes)?;
+        let (shapes, mut cut) = cut_plan(data.shape(), a, &sizes)?;
+        cut.threads = ctx.threads();
         let outs: Vec<(usize, Vec<usize>)> = shapes.into_iter().enumerate().collect();
         run_movement(ctx, &[data], &outs, &cut)
     }
@@ -246,6 +322,46 @@ pub(crate) fn split(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A concatenation and a split of many rows (a channels-last image's pixels) give the same
+    /// elements on 3 threads (rows split over them) as on 1, with an empty chunk among them.
+    #[test]
+    fn rows_split_over_threads() {
+        let (outer, chunks) = (9_001usize, vec![3usize, 5, 0, 7]);
+        let srcs: Vec<Vec<f32>> = chunks
+            .iter()
+            .enumerate()
+            .map(|(k, &c)| (0..outer * c).map(|i| (i * 31 + k) as f32).collect())
+            .collect();
+        let refs: Vec<&[f32]> = srcs.iter().map(Vec::as_slice).collect();
+        let row: usize = chunks.iter().sum();
+        let joined: Vec<Vec<f32>> = [1, 3]
+            .into_iter()
+            .map(|threads| {
+                let join = Join {
+                    outer,
+                    chunks: chunks.clone(),
+                    threads,
+                };
+                let mut out = vec![0f32; outer * row];
+                join.fill(&refs, &mut [&mut out[..]]).unwrap();
+                out
+            })
+            .collect();
+        assert_eq!(joined[0], joined[1]);
+        assert_eq!(joined[0][row..row + 3], srcs[0][3..6]);
+        for threads in [1, 3] {
+            let cut = Cut {
+                outer,
+                chunks: chunks.clone(),
+                threads,
+            };
+            let mut outs: Vec<Vec<f32>> = chunks.iter().map(|&c| vec![0f32; outer * c]).collect();
+            let mut dsts: Vec<&mut [f32]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+            cut.fill(&[&joined[0][..]], &mut dsts).unwrap();
+            assert_eq!(outs, srcs, "split on {threads} threads");
+        }
+    }
 
     #[test]
     fn uneven_sizes() {
