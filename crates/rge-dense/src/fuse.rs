@@ -1,9 +1,9 @@
 //! The dense engine's original-graph optimizer: what it rewrites before placement, through
 //! checked patches (docs/patch.md), so that its kernels compute more per pass over memory.
 //!
-//! - **BatchNormalization folded into the Conv before it** (inference mode, constant weights
-//!   and statistics): `W' = W·s`, `B' = (B − mean)·s + beta` with `s = gamma / sqrt(var + eps)`
-//!   per output channel.
+//! - **BatchNormalization folded into the Conv or ConvTranspose before it** (inference mode,
+//!   constant weights and statistics): `W' = W·s`, `B' = (B − mean)·s + beta` with
+//!   `s = gamma / sqrt(var + eps)` per output channel.
 //! - **Epilogues**: a Conv or MatMul followed by an Add of a per-channel constant (the bias), an
 //!   Add of a tensor of its output's shape (a residual), and an activation (Relu, Clip,
 //!   LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, SiLU as `x·Sigmoid(x)` or `Swish` with
@@ -177,7 +177,8 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
         };
         let conv = src.node;
         let Some(cop) = g.op(conv) else { continue };
-        if cop.op_type() != "Conv"
+        let transposed = cop.op_type() == "ConvTranspose";
+        if !(cop.op_type() == "Conv" || transposed)
             || has_control(g, conv)
             || single_reader(g, conv, 0) != Some((bn, 0))
         {
@@ -210,7 +211,20 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
         ) else {
             continue;
         };
-        let cout = w.shape().first().copied().unwrap_or(0);
+        // A Conv's W is `[M, C/g, k…]`; a ConvTranspose's `[C, M/g, k…]`, its output channel
+        // `gi·(M/g) + m` at `[c, m]` for the inputs `c` of group `gi`.
+        let group = cop
+            .attrs()
+            .get_int("group")
+            .ok()
+            .flatten()
+            .unwrap_or(1)
+            .max(1) as usize;
+        let cout = match (transposed, w.shape()) {
+            (false, [m, ..]) => *m,
+            (true, [_, mg, _, ..]) => mg * group,
+            _ => 0,
+        };
         if cout == 0 || [&scale, &beta, &mean, &var].iter().any(|v| v.len() != cout) {
             continue;
         }
@@ -221,16 +235,28 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
             },
             None => vec![0.0; cout],
         };
-        let per = wv.len() / cout;
+        let s: Vec<f32> = (0..cout)
+            .map(|c| scale[c] / (var[c] + eps).sqrt())
+            .collect();
         let mut w2 = wv.clone();
-        let mut b2 = vec![0.0f32; cout];
-        for c in 0..cout {
-            let s = scale[c] / (var[c] + eps).sqrt();
-            for x in &mut w2[c * per..(c + 1) * per] {
-                *x *= s;
+        if transposed {
+            let (cin, mg) = (w.shape()[0], cout / group);
+            let taps = wv.len() / (cin * mg).max(1);
+            for (ci, block) in w2.chunks_mut(mg * taps).enumerate() {
+                let gi = ci / (cin / group).max(1);
+                for (ml, x) in block.chunks_mut(taps).enumerate() {
+                    x.iter_mut().for_each(|x| *x *= s[gi * mg + ml]);
+                }
             }
-            b2[c] = (b0[c] - mean[c]) * s + beta[c];
+        } else {
+            let per = wv.len() / cout;
+            for (c, x) in w2.chunks_mut(per).enumerate() {
+                x.iter_mut().for_each(|x| *x *= s[c]);
+            }
         }
+        let b2: Vec<f32> = (0..cout)
+            .map(|c| (b0[c] - mean[c]) * s[c] + beta[c])
+            .collect();
         let w2 = Tensor::from_vec(w.shape(), w2).map_err(|e| e.to_string())?;
         let b2 = Tensor::from_vec(&[cout], b2).map_err(|e| e.to_string())?;
         let mut patch = GraphPatch::in_graph(root);

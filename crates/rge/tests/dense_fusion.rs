@@ -198,6 +198,61 @@ fn batch_norm_folds_and_relu_fuses_into_the_conv() {
     }
 }
 
+/// A DB head's upsample: a ConvTranspose (2×2/2, 4 input channels in 2 groups, 3 outputs per
+/// group, with a bias) and the BatchNormalization after it, folded into the ConvTranspose's
+/// weights (per output channel, axis 1 of each group's block) and bias.
+#[test]
+fn batch_norm_folds_into_a_conv_transpose() {
+    let m = model(
+        vec![
+            node(
+                "ConvTranspose",
+                "up",
+                &["x", "w", "wb"],
+                &["c"],
+                vec![
+                    ints("strides", &[2, 2]),
+                    AttributeProto {
+                        name: "group".into(),
+                        r#type: AttributeType::Int as i32,
+                        i: 2,
+                        ..Default::default()
+                    },
+                ],
+            ),
+            node(
+                "BatchNormalization",
+                "bn",
+                &["c", "s", "b", "m", "v"],
+                &["y"],
+                vec![],
+            ),
+        ],
+        vec![vi("x", 1, &[1, 4, 5, 6])],
+        vi("y", 1, &[1, 6, 10, 12]),
+        vec![
+            init("w", &[4, 3, 2, 2], 1),
+            init("wb", &[6], 5),
+            init("s", &[6], 2),
+            init("b", &[6], 3),
+            init("m", &[6], 4),
+            TensorProto {
+                name: "v".into(),
+                dims: vec![6],
+                data_type: 1,
+                float_data: vec![0.5, 1.0, 1.5, 2.0, 0.25, 3.0],
+                ..Default::default()
+            },
+        ],
+    );
+    let types = compile_both(&m, &[(1, vec![1, 4, 5, 6])]);
+    assert!(types.contains(&"ConvTranspose".to_string()), "{types:?}");
+    assert!(
+        !types.contains(&"BatchNormalization".to_string()),
+        "{types:?}"
+    );
+}
+
 #[test]
 fn residual_and_silu_fuse() {
     // y = silu(conv(x) + bias + x2): ResNet's skip and YOLO's SiLU.
