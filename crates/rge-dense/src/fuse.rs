@@ -194,21 +194,7 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
                 None => continue,
             },
         };
-        let params: Option<Vec<(NodeId, Tensor)>> = (1..5).map(|i| const_input(g, bn, i)).collect();
-        let Some(params) = params else { continue };
-        let eps = op
-            .attrs()
-            .get_float("epsilon")
-            .ok()
-            .flatten()
-            .unwrap_or(1e-5);
-        let (Some(wv), Some(scale), Some(beta), Some(mean), Some(var)) = (
-            f32s(&w),
-            f32s(&params[0].1),
-            f32s(&params[1].1),
-            f32s(&params[2].1),
-            f32s(&params[3].1),
-        ) else {
+        let Some(wv) = f32s(&w) else {
             continue;
         };
         // A Conv's W is `[M, C/g, k…]`; a ConvTranspose's `[C, M/g, k…]`, its output channel
@@ -225,9 +211,15 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
             (true, [_, mg, _, ..]) => mg * group,
             _ => 0,
         };
-        if cout == 0 || [&scale, &beta, &mean, &var].iter().any(|v| v.len() != cout) {
+        let Some(bn_stats) = (cout > 0).then(|| bn_stats(g, bn, cout)).flatten() else {
             continue;
-        }
+        };
+        let BnStats {
+            s,
+            beta,
+            mean,
+            nodes: param_nodes,
+        } = bn_stats;
         let b0 = match &bias {
             Some((_, b)) => match f32s(b) {
                 Some(v) if v.len() == cout => v,
@@ -235,9 +227,6 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
             },
             None => vec![0.0; cout],
         };
-        let s: Vec<f32> = (0..cout)
-            .map(|c| scale[c] / (var[c] + eps).sqrt())
-            .collect();
         let mut w2 = wv.clone();
         if transposed {
             let (cin, mg) = (w.shape()[0], cout / group);
@@ -291,12 +280,54 @@ fn next_bn_fold(g: &ComputeGraph) -> Result<Option<GraphPatch>, String> {
         let removed: HashSet<NodeId> = [conv, bn].into_iter().collect();
         let mut consts: Vec<NodeId> = vec![w_node];
         consts.extend(bias.iter().map(|b| b.0));
-        consts.extend(params.iter().map(|p| p.0));
+        consts.extend(param_nodes);
         drop_dead_consts(g, &mut patch, &consts, &removed);
         patch.drop_control();
         return Ok(Some(patch));
     }
     Ok(None)
+}
+
+/// An inference BatchNormalization's per-channel statistics, read from its four constant
+/// inputs (`channels` values each): `s = gamma / sqrt(var + eps)`, beta and mean (so
+/// `y = (x − mean)·s + beta`), and the nodes holding them.
+pub(crate) struct BnStats {
+    pub(crate) s: Vec<f32>,
+    pub(crate) beta: Vec<f32>,
+    pub(crate) mean: Vec<f32>,
+    pub(crate) nodes: Vec<NodeId>,
+}
+
+/// [`BnStats`] of BatchNormalization `bn`, if its parameters are constants of `channels`
+/// values.
+pub(crate) fn bn_stats(g: &ComputeGraph, bn: NodeId, channels: usize) -> Option<BnStats> {
+    let op = g.op(bn)?;
+    let mut nodes = Vec::with_capacity(4);
+    let mut p = Vec::with_capacity(4);
+    for i in 1..5 {
+        let (node, t) = const_input(g, bn, i)?;
+        let v = f32s(&t).filter(|v| v.len() == channels)?;
+        nodes.push(node);
+        p.push(v);
+    }
+    let eps = op
+        .attrs()
+        .get_float("epsilon")
+        .ok()
+        .flatten()
+        .unwrap_or(1e-5);
+    let (scale, var) = (&p[0], &p[3]);
+    let s = (0..channels)
+        .map(|c| scale[c] / (var[c] + eps).sqrt())
+        .collect();
+    let mean = p.swap_remove(2);
+    let beta = p.swap_remove(1);
+    Some(BnStats {
+        s,
+        beta,
+        mean,
+        nodes,
+    })
 }
 
 /// An activation the fused kernels apply, with its parameters.

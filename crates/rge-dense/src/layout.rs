@@ -31,7 +31,7 @@ use rge_ir::{
 
 use crate::conv_nhwc::supported_grouping;
 use crate::fuse::{
-    const_input, const_op, f32s, has_control, is_f32_out, producer, FUSED_ATTR, RGE_DOMAIN,
+    bn_stats, const_op, has_control, is_f32_out, producer, BnStats, FUSED_ATTR, RGE_DOMAIN,
 };
 use crate::pool_nhwc::{AVG_POOL_NHWC, MAX_POOL_NHWC};
 
@@ -205,21 +205,8 @@ fn bn_affine(g: &ComputeGraph, n: NodeId) -> Option<(Vec<f32>, Vec<f32>)> {
         return None;
     }
     let c = *dims_of(op.input(0))?.get(1)? as usize;
-    let p: Vec<Vec<f32>> = (1..5)
-        .map(|i| const_input(g, n, i).and_then(|(_, t)| f32s(&t)))
-        .collect::<Option<_>>()?;
-    if p.iter().any(|v| v.len() != c) {
-        return None;
-    }
-    let eps = op
-        .attrs()
-        .get_float("epsilon")
-        .ok()
-        .flatten()
-        .unwrap_or(1e-5);
-    let (scale, bias, mean, var) = (&p[0], &p[1], &p[2], &p[3]);
-    let s: Vec<f32> = (0..c).map(|k| scale[k] / (var[k] + eps).sqrt()).collect();
-    let t: Vec<f32> = (0..c).map(|k| bias[k] - mean[k] * s[k]).collect();
+    let BnStats { s, beta, mean, .. } = bn_stats(g, n, c)?;
+    let t: Vec<f32> = (0..c).map(|k| beta[k] - mean[k] * s[k]).collect();
     Some((s, t))
 }
 

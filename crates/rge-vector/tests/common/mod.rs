@@ -76,6 +76,16 @@ impl Case {
         self
     }
 
+    /// The inputs' dtypes and the outputs' (f32).
+    fn port_types(&self) -> (Vec<Option<DType>>, Vec<Option<DType>>) {
+        let types = self
+            .inputs
+            .iter()
+            .map(|t| t.as_ref().map(Tensor::dtype))
+            .collect();
+        (types, vec![Some(DType::Float); self.outputs])
+    }
+
     fn init<'a>(&'a self, types: &'a [Option<DType>], out: &'a [Option<DType>]) -> KernelInit<'a> {
         KernelInit {
             node_name: "n",
@@ -109,12 +119,7 @@ impl Case {
     /// threads) and compares: `|got - want| <= abs + rel·|want|`, NaN for NaN, exact infinities.
     /// Checks that the vector engine selects its own kernel for this node first.
     pub fn check(&self, rel: f64, abs: f64) -> Result<(), String> {
-        let types: Vec<Option<DType>> = self
-            .inputs
-            .iter()
-            .map(|t| t.as_ref().map(Tensor::dtype))
-            .collect();
-        let out = vec![Some(DType::Float); self.outputs];
+        let (types, out) = self.port_types();
         let init = self.init(&types, &out);
         let reference = reference();
         let rk = reference.get("", &self.op).ok_or("no reference kernel")?(&init)
@@ -146,12 +151,7 @@ impl Case {
     /// Runs the node with the vector kernel of every ISA (1 thread), without the reference:
     /// each ISA's outputs or error.
     pub fn run_vector(&self) -> Vec<Result<Vec<Tensor>, String>> {
-        let types: Vec<Option<DType>> = self
-            .inputs
-            .iter()
-            .map(|t| t.as_ref().map(Tensor::dtype))
-            .collect();
-        let out = vec![Some(DType::Float); self.outputs];
+        let (types, out) = self.port_types();
         let init = self.init(&types, &out);
         vector_sets()
             .into_iter()
