@@ -124,18 +124,8 @@ impl ConvTransposeKernel {
         if y.is_empty() {
             return Ok(());
         }
-        // 1-D and 2-D images go through the columns a band of input rows at a time, so the
-        // band's columns stay in L2 between the GEMM that writes them and the col2im that
-        // reads them (whole, the OCR detector's 24→24 2×2/2 upsample wrote and read 10 MB).
-        let (h, width) = match p.input[..] {
-            [h, w] => (h, w),
-            _ => (1, insz),
-        };
-        let band = if p.input.len() <= 2 {
-            (COL_BAND_FLOATS / (rows * width).max(1)).clamp(1, h.max(1))
-        } else {
-            h
-        };
+        // 1-D and 2-D images go through the columns a band of input rows at a time
+        // (`BandRun`); a 3-D one whole.
         let mut col = if p.input.len() > 2 {
             vec![0.0f32; rows * insz]
         } else {
@@ -180,7 +170,6 @@ impl ConvTransposeKernel {
                     rows,
                     cg,
                     mg,
-                    band,
                 };
                 bands.run(yo, threads)?;
             }
@@ -189,7 +178,9 @@ impl ConvTransposeKernel {
     }
 }
 
-/// One image and group of a 1-D or 2-D ConvTranspose, run a band of input rows at a time.
+/// One image and group of a 1-D or 2-D ConvTranspose, run a band of input rows at a time, so
+/// the band's columns stay in L2 between the GEMM that writes them and the col2im that reads
+/// them (whole, the OCR detector's 24→24 2×2/2 upsample wrote and read 10 MB).
 struct BandRun<'a> {
     p: &'a CtPlan,
     a: AOperand<'a>,
@@ -199,8 +190,6 @@ struct BandRun<'a> {
     rows: usize,
     cg: usize,
     mg: usize,
-    /// Input rows per band.
-    band: usize,
 }
 
 impl BandRun<'_> {
@@ -210,6 +199,12 @@ impl BandRun<'_> {
             ([h, w], [_, ow]) => (*h, *w, *ow),
             _ => (1, p.input.iter().product(), p.out.iter().product()),
         }
+    }
+
+    /// Input rows per band: [`COL_BAND_FLOATS`] of columns, at least one row.
+    fn band(&self) -> usize {
+        let (h, width, _) = self.dims();
+        (COL_BAND_FLOATS / (self.rows * width).max(1)).clamp(1, h.max(1))
     }
 
     /// The output rows band `y0..y1` writes, if any (`[lo, hi)`).
@@ -235,10 +230,10 @@ impl BandRun<'_> {
         row0: usize,
         threads: usize,
     ) -> KernelResult<()> {
-        let (h, width, _) = self.dims();
-        let mut col = vec![0.0f32; self.rows * self.band * width];
+        let ((h, width, _), band) = (self.dims(), self.band());
+        let mut col = vec![0.0f32; self.rows * band * width];
         for b in range {
-            let (y0, y1) = (b * self.band, ((b + 1) * self.band).min(h));
+            let (y0, y1) = (b * band, ((b + 1) * band).min(h));
             let cols = (y1 - y0) * width;
             let col = &mut col[..self.rows * cols];
             if cols > 0 && self.cg > 0 {
@@ -263,11 +258,11 @@ impl BandRun<'_> {
     /// FPN's 2×2/2 upsample), runs of bands are the tasks, each on its own rows of every
     /// plane; otherwise the bands run in order, each GEMM on the threads.
     fn run(&self, yo: &mut [f32], threads: usize) -> KernelResult<()> {
-        let (h, _, ow) = self.dims();
+        let ((h, _, ow), band) = (self.dims(), self.band());
         let outsz = yo.len() / self.mg.max(1);
-        let n_bands = h.div_ceil(self.band).max(1);
+        let n_bands = h.div_ceil(band).max(1);
         let spans: Vec<Option<(usize, usize)>> = (0..n_bands)
-            .map(|b| self.out_rows(b * self.band, ((b + 1) * self.band).min(h)))
+            .map(|b| self.out_rows(b * band, ((b + 1) * band).min(h)))
             .collect();
         let disjoint = spans
             .iter()

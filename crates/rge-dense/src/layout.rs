@@ -166,19 +166,16 @@ fn same_op_kind(g: &ComputeGraph, n: NodeId) -> Option<SameKind> {
             (is_data(0) && sizes_ok && axis_of(op, 0)? == 1).then_some(SameKind::Split)?
         }
         "Resize" => {
-            let roi_empty = absent(1)
-                || op
-                    .input(1)
-                    .is_some_and(|d| d.shape().dims().iter().product::<i64>() == 0);
-            let scales = !absent(2) && const_four(g, n, 2).is_some() && absent(3);
-            let sizes = (absent(2)
-                || op
-                    .input(2)
-                    .is_some_and(|d| d.shape().dims().iter().product::<i64>() == 0))
-                && !absent(3)
-                && const_four(g, n, 3).is_some();
+            let empty = |i: usize| {
+                absent(i)
+                    || op
+                        .input(i)
+                        .is_some_and(|d| d.shape().dims().iter().product::<i64>() == 0)
+            };
+            let scales = const_four(g, n, 2).is_some() && absent(3);
+            let sizes = empty(2) && const_four(g, n, 3).is_some();
             let ok =
-                is_data(0) && roi_empty && (scales || sizes) && op.attrs().get("axes").is_none();
+                is_data(0) && empty(1) && (scales || sizes) && op.attrs().get("axes").is_none();
             ok.then_some(SameKind::Resize)?
         }
         "BatchNormalization" => {
@@ -526,25 +523,20 @@ fn same_op(
     }
     let mut constant = None;
     if kind == SameKind::Resize {
-        let i = if const_four(g, n, 3).is_some() { 3 } else { 2 };
-        let mut t = const_four(g, n, i).ok_or("Resize without constant scales or sizes")?;
-        // [N, C, H, W] → [N, H, W, C], as the data.
-        let permuted = |v: &mut [u8], elem: usize| {
-            let (c, h, w) = (
-                v[elem..2 * elem].to_vec(),
-                v[2 * elem..3 * elem].to_vec(),
-                v[3 * elem..4 * elem].to_vec(),
-            );
-            v[elem..2 * elem].copy_from_slice(&h);
-            v[2 * elem..3 * elem].copy_from_slice(&w);
-            v[3 * elem..4 * elem].copy_from_slice(&c);
+        let (i, mut t) = match const_four(g, n, 3) {
+            Some(t) => (3, t),
+            None => (
+                2,
+                const_four(g, n, 2).ok_or("Resize without constant scales or sizes")?,
+            ),
         };
+        // [N, C, H, W] → [N, H, W, C], as the data.
         let mut bytes = t.data.to_vec();
         let elem = bytes.len() / 4;
         if elem == 0 || bytes.len() != 4 * elem {
             return Err("Resize scales or sizes of unexpected size".into());
         }
-        permuted(&mut bytes, elem);
+        bytes[elem..].rotate_left(elem);
         t.data = bytes.into();
         let name = fresh_name(
             g,

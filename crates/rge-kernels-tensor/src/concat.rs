@@ -156,13 +156,8 @@ impl Movement for Cut {
         if src.len() != self.outer * row || outs.len() != self.chunks.len() {
             return Err(KernelError::invalid("split sizes do not add up"));
         }
-        // Rows `first..` into `dsts` (each output's slice of those rows).
-        let cut_rows = |first: usize, dsts: &mut [&mut [T]]| {
-            let n = dsts
-                .iter()
-                .zip(&self.chunks)
-                .find(|(_, &c)| c > 0)
-                .map_or(0, |(d, &c)| d.len() / c);
+        // Rows `first..first + n` into `dsts` (each output's slice of those rows).
+        let cut_rows = |first: usize, n: usize, dsts: &mut [&mut [T]]| {
             let mut pos = first * row;
             for o in 0..n {
                 for (out, &c) in dsts.iter_mut().zip(&self.chunks) {
@@ -173,7 +168,7 @@ impl Movement for Cut {
         };
         let parts = parts_for(self.threads, self.outer, src.len());
         if parts <= 1 || row == 0 {
-            cut_rows(0, outs);
+            cut_rows(0, self.outer, outs);
             return Ok(());
         }
         // Part t: rows `t·per..`, cut out of every output.
@@ -191,7 +186,8 @@ impl Movement for Cut {
             mine.into_iter().map(std::sync::Mutex::new).collect();
         rge_kernels::parts::for_each_part(parts, |t| {
             if let Ok(mut d) = mine[t].lock() {
-                cut_rows(t * per, &mut d);
+                let first = (t * per).min(self.outer);
+                cut_rows(first, per.min(self.outer - first), &mut d);
             }
         });
         Ok(())

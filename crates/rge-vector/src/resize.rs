@@ -4,11 +4,11 @@
 //! output position's source taps and weights, in f64) is taken as it is and run in f32, one
 //! plane per task (or a band of its rows, when the planes are too few for the threads): each
 //! output row blends its source rows (a nearest row is read in place), then samples that line
-//! along the width. Output rows with the same source rows as the
-//! row before them (every second row of a ×2 nearest upsample) are copies of it. Taps of weight
-//! 0 are dropped, as the reference skips them, so an infinity beside a sample does not turn it
-//! into NaN. In NHWC a position is its run of channels. Other axes, extrapolated positions
-//! (tf_crop_and_resize outside the crop), other dtypes and empty tensors run the `cpu` kernel.
+//! along the width. Output rows with the same source rows as the row before them (every second
+//! row of a ×2 nearest upsample) are copies of it. Taps of weight 0 are dropped, as the
+//! reference skips them, so an infinity beside a sample does not turn it into NaN. In NHWC a
+//! position is its run of channels. Other axes, extrapolated positions (tf_crop_and_resize
+//! outside the crop), other dtypes and empty tensors run the `cpu` kernel.
 
 use rge_kernels::{
     DType, Kernel, KernelCtx, KernelDef, KernelFactory, KernelInit, KernelResult, KernelSet,
