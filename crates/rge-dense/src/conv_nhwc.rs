@@ -4,8 +4,8 @@
 //!
 //! Channels-last makes every output pixel's channels contiguous, so the bias is per vector
 //! lane and the residual is read in place:
-//! - 1×1, stride 1, no padding, more than [`MAX_DIRECT_COUT`] output and [`MAX_DIRECT_CIN`]
-//!   input channels without AVX-512, deeper than the direct kernel's chunks with it: one GEMM,
+//! - 1×1, stride 1, no padding, deeper than the direct kernel's chunks (on the portable path,
+//!   more than [`MAX_DIRECT_COUT`] output and [`MAX_DIRECT_CIN`] input channels): one GEMM,
 //!   `Y[N·H·W × Cout] = X[N·H·W × Cin] · Wᵀ`, with X read as it is and W packed;
 //! - other ungrouped convolutions: the direct kernel of `direct_nhwc.rs` (no patch matrix, no
 //!   packing of the input; a zero-bordered copy of a padded input);
@@ -37,29 +37,24 @@ const DIRECT_PAR_WORK: usize = 256 * 1024;
 /// Pixel splits fall on multiples of the widest register tile (AVX-512's 12 pixels).
 const DIRECT_PIXEL_ALIGN: usize = 12;
 
-/// Without AVX-512, a 1×1 stride-1 convolution runs on the direct kernel, not the GEMM, when it
-/// has at most this many output channels or at most [`MAX_DIRECT_CIN`] input channels (with
-/// AVX-512, see [`pointwise_as_gemm`]). The GEMM's 32-column
-/// tiles would be half empty, and with few steps its packing and tile overheads cost more than
-/// the arithmetic. Measured in ResNet-50 at 1 thread (GEMM → direct, ms): 56² 256→64
-/// 0.92 → 0.61, 56² 256→128 1.35 → 1.16, 56² 64→256 0.87 → 0.76, 28² 512→128 0.65 → 0.59;
-/// the GEMM stays ahead from 256 channels on both sides (14² 1024→256 0.63 against 0.65,
-/// 28² 128→512 0.65 against 0.73). MobileNetV2's 144→24 projection: 0.31 ms as a GEMM, 0.10
-/// direct.
+/// On the portable path, a 1×1 stride-1 convolution runs on the direct kernel, not the GEMM,
+/// when it has at most this many output channels or at most [`MAX_DIRECT_CIN`] input channels
+/// (with SIMD, see [`pointwise_as_gemm`]). The GEMM's 32-column tiles would be half empty, and
+/// with few steps its packing and tile overheads cost more than the arithmetic.
 pub const MAX_DIRECT_COUT: usize = 128;
 
 /// See [`MAX_DIRECT_COUT`].
 pub const MAX_DIRECT_CIN: usize = 64;
 
 /// Whether a pointwise convolution of `cin` → `cout` channels runs as one GEMM on this
-/// machine. With AVX-512 the direct kernel's 6 × 4 tiles with the residual and activation in
-/// registers beat the GEMM plus its epilogue in the model on every pointwise layer of
-/// ResNet-50 (the summed 1×1 time 4% lower at 1 thread; 28² 128→512 0.78 → 0.68 ms, 28²
-/// 512→256 1.59 → 1.21), though the bare GEMM is faster on its own: so only inputs too deep for
-/// those tiles (chunked) stay on the GEMM. The AVX2 direct tiles reach about 60% of the GEMM's
-/// speed on wide layers, so there the channel thresholds hold.
+/// machine. With SIMD the direct kernel's tiles with the residual and activation in registers
+/// beat the GEMM plus its epilogue in the model, though the bare GEMM is faster on its own: so
+/// only inputs too deep for those tiles (chunked) stay on the GEMM. Measured on ResNet-50 at 1
+/// thread: with AVX-512 the summed 1×1 time 4% lower (28² 128→512 0.78 → 0.68 ms, 28² 512→256
+/// 1.59 → 1.21); with AVX2 (an EPYC, 6 × 2 tiles) the model 101 → 97 ms (best of 10, three
+/// alternated runs), the same or better at 2 threads and on MobileNetV2.
 fn pointwise_as_gemm(cin: usize, cout: usize) -> bool {
-    if Isa::best() == Isa::Avx512 {
+    if Isa::best() != Isa::Scalar {
         cin > direct_nhwc::CHUNKED_DEPTH
     } else {
         cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN

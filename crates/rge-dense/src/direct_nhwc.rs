@@ -12,7 +12,10 @@
 //! in registers; other activations in a pass over the stored tile.
 //!
 //! Register tiles: AVX-512 6 pixels × 4 vectors over a pair of whole blocks and 12 × 2 over a
-//! single one, AVX2+FMA 3 × 4 (the weights as memory operands), and the baseline (the scalar
+//! single one, AVX2+FMA 6 × 2 over each half of a block in turn and 4 × 3 over a last block of
+//! 17–24 channels (3 × 4 over a whole one left
+//! 17 registers for 16, the weights as memory operands: 34% of the FMA peak on an EPYC's 3×3
+//! layers), and the baseline (the scalar
 //! twin the tests compare against) 1 × 32; chosen at run time.
 
 use crate::depthwise::{DwGeometry, Isa};
@@ -227,7 +230,7 @@ impl DirectNhwc {
                 Isa::Avx512 if Isa::Avx512.is_available() => run_avx512(&job, pixels, blocks),
                 #[cfg(target_arch = "x86_64")]
                 Isa::Avx2 if Isa::Avx2.is_available() => run_avx2(&job, pixels, blocks),
-                _ => run_simd::<Scalar, 1, 1, 1, BLOCK, { BLOCK / 2 }, 0, 0, BLOCK>(
+                _ => run_simd::<Scalar, 1, 1, 1, BLOCK, { BLOCK / 2 }, 0, 0, BLOCK, 0, 0>(
                     Scalar, &job, pixels, blocks,
                 ),
             }
@@ -248,8 +251,9 @@ struct Job<'a, 'b> {
 /// read them), every tile of `PX` pixels (the last one shorter).
 ///
 /// # Safety
-/// As [`DirectNhwc::run`]; `U·LANES` is [`BLOCK`], `UH` is `U / 2`; `PX1 <= PX2 <= PX` (the
-/// narrower tiles).
+/// As [`DirectNhwc::run`]; `U·LANES` divides [`BLOCK`], `UH` is `U / 2`; `PX1 <= PX2 <= PX` (the
+/// narrower tiles); `U3` vectors (none when 0) of `PX3` pixels for a last block of more than
+/// `U·LANES` channels and at most `U3·LANES`.
 #[inline(always)]
 unsafe fn run_simd<
     S: Simd,
@@ -261,13 +265,15 @@ unsafe fn run_simd<
     const PP: usize,
     const PPH: usize,
     const U2: usize,
+    const PX3: usize,
+    const U3: usize,
 >(
     s: S,
     job: &Job<'_, '_>,
     (p0, p1): (usize, usize),
     (b0, b1): (usize, usize),
 ) {
-    debug_assert_eq!(U * S::LANES, BLOCK);
+    debug_assert_eq!(BLOCK % (U * S::LANES), 0);
     let depth = job.k.g.kh * job.k.g.kw * job.k.cin;
     // Pairs of whole blocks run as one tile of `PP` pixels when the ISA has one (`PP > 0`) and
     // the blocks are not chunked.
@@ -296,7 +302,7 @@ unsafe fn run_simd<
                         group_pair::<S, PP, PPH, U2>(s, job, b, px, depth);
                         b += 2;
                     } else {
-                        group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth);
+                        group::<S, PX, PX1, PX2, U, UH, PX3, U3>(s, job, b, px, depth);
                         b += 1;
                     }
                 }
@@ -312,7 +318,7 @@ unsafe fn run_simd<
                     if pair {
                         group_pair::<S, PP, PPH, U2>(s, job, b, px, depth);
                     } else {
-                        group::<S, PX, PX1, PX2, U, UH>(s, job, b, px, depth);
+                        group::<S, PX, PX1, PX2, U, UH, PX3, U3>(s, job, b, px, depth);
                     }
                 }
             }
@@ -343,6 +349,7 @@ unsafe fn group_pair<S: Simd, const PP: usize, const PPH: usize, const U2: usize
             p,
             n,
             b,
+            lane0: 0,
             k: (0, depth),
             pf: std::ptr::null(),
             pf_lines: 0,
@@ -372,6 +379,8 @@ unsafe fn group<
     const PX2: usize,
     const U: usize,
     const UH: usize,
+    const PX3: usize,
+    const U3: usize,
 >(
     s: S,
     job: &Job<'_, '_>,
@@ -384,8 +393,10 @@ unsafe fn group<
     } else {
         depth
     };
+    // Channels of a tile: the whole block, or with fewer registers (AVX2) a part of it, the
+    // parts running one after another over the same pixels and depth chunk.
+    let sub = U * S::LANES;
     // No closures below: they would not inherit the ISA's target features.
-    let half = job.k.cout - b * BLOCK <= UH * S::LANES;
     let mut k0 = 0;
     while k0 < depth {
         let k1 = (k0 + kc).min(depth);
@@ -409,40 +420,53 @@ unsafe fn group<
         let next = job.a.wts.as_ptr().wrapping_add((b * depth + k1) * BLOCK);
         let per_tile = lines.div_ceil((g1 - g0).div_ceil(PX)).min(k1 - k0);
         let mut line = 0;
-        let mut p = g0;
-        while p < g1 {
-            let n = (g1 - p).min(PX);
-            let pf_lines = per_tile.min(lines.saturating_sub(line));
-            let part = Part {
-                p,
-                n,
-                b,
-                k: (k0, k1),
-                // `wrapping_add`: a hint's address need not be in bounds.
-                pf: next.wrapping_add(line * LINE_FLOATS),
-                pf_lines,
-            };
-            line += per_tile;
-            // SAFETY: pixels `[p, p + n)`, block `b` and the depth range exist (the caller's
-            // contract, `depth`). A short last tile runs a narrower tile (a 7×7 image is four
-            // tiles of 12 and one of 1). A block of at most half its width (16 output
-            // channels) runs half as many vectors.
-            // The prefetching tiles are instances of their own: the pointer and the count take
-            // two more integer registers in the inner loop, whose tap pointers already fill
-            // them (the unchunked layers ran 4% slower sharing that code).
-            unsafe {
-                match (half, pf_lines > 0) {
-                    (true, false) => tile::<S, PX, UH, false>(s, job, &part),
-                    (true, true) => tile::<S, PX, UH, true>(s, job, &part),
-                    (false, false) if n <= PX1 => tile::<S, PX1, U, false>(s, job, &part),
-                    (false, true) if n <= PX1 => tile::<S, PX1, U, true>(s, job, &part),
-                    (false, false) if n <= PX2 => tile::<S, PX2, U, false>(s, job, &part),
-                    (false, true) if n <= PX2 => tile::<S, PX2, U, true>(s, job, &part),
-                    (false, false) => tile::<S, PX, U, false>(s, job, &part),
-                    (false, true) => tile::<S, PX, U, true>(s, job, &part),
+        let mut lane0 = 0;
+        while lane0 < BLOCK && b * BLOCK + lane0 < job.k.cout {
+            let left = job.k.cout - b * BLOCK - lane0;
+            // A last block of 17–24 channels on AVX2 runs one part of `U3` vectors (4 × 3),
+            // not a whole part and a half one: the half one's broadcasts outnumbered its
+            // multiply-adds (the OCR detector's 96 → 24 3×3 layers ran at 51% of the peak).
+            let three = U3 > 0 && lane0 == 0 && left > sub && left <= U3 * S::LANES;
+            // A part of at most half its width runs half as many vectors.
+            let half = !three && left <= UH * S::LANES;
+            let px = if three { PX3 } else { PX };
+            let mut p = g0;
+            while p < g1 {
+                let n = (g1 - p).min(px);
+                let pf_lines = per_tile.min(lines.saturating_sub(line));
+                let part = Part {
+                    p,
+                    n,
+                    b,
+                    lane0,
+                    k: (k0, k1),
+                    // `wrapping_add`: a hint's address need not be in bounds.
+                    pf: next.wrapping_add(line * LINE_FLOATS),
+                    pf_lines,
+                };
+                line += per_tile;
+                // SAFETY: pixels `[p, p + n)`, block `b` and the depth range exist (the caller's
+                // contract, `depth`). A short last tile runs a narrower tile (a 7×7 image is four
+                // tiles of 12 and one of 1).
+                // The prefetching tiles are instances of their own: the pointer and the count take
+                // two more integer registers in the inner loop, whose tap pointers already fill
+                // them (the unchunked layers ran 4% slower sharing that code).
+                unsafe {
+                    match (half, pf_lines > 0) {
+                        _ if three => tile::<S, PX3, U3, false>(s, job, &part),
+                        (true, false) => tile::<S, PX, UH, false>(s, job, &part),
+                        (true, true) => tile::<S, PX, UH, true>(s, job, &part),
+                        (false, false) if n <= PX1 => tile::<S, PX1, U, false>(s, job, &part),
+                        (false, true) if n <= PX1 => tile::<S, PX1, U, true>(s, job, &part),
+                        (false, false) if n <= PX2 => tile::<S, PX2, U, false>(s, job, &part),
+                        (false, true) if n <= PX2 => tile::<S, PX2, U, true>(s, job, &part),
+                        (false, false) => tile::<S, PX, U, false>(s, job, &part),
+                        (false, true) => tile::<S, PX, U, true>(s, job, &part),
+                    }
                 }
+                p += n;
             }
-            p += n;
+            lane0 += if three { BLOCK } else { sub };
         }
         k0 = k1;
     }
@@ -455,6 +479,8 @@ struct Part {
     p: usize,
     n: usize,
     b: usize,
+    /// The tile's first channel in the block (0 unless a tile is narrower than a block).
+    lane0: usize,
     k: (usize, usize),
     pf: *const f32,
     pf_lines: usize,
@@ -482,11 +508,12 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
         p,
         n,
         b,
+        lane0,
         k: (k0, k1),
         mut pf,
         pf_lines: mut pf_left,
     } = *part;
-    let c0 = b * BLOCK;
+    let c0 = b * BLOCK + lane0;
     // Vectors per block: a tile of more (a pair of blocks) reads the next block's weights
     // `bstride` floats further.
     let ub = const { BLOCK / S::LANES };
@@ -551,7 +578,7 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
                 }
             }
         }
-        let wb = a.wts.as_ptr().add(b * taps * cin * BLOCK);
+        let wb = a.wts.as_ptr().add(b * taps * cin * BLOCK + lane0);
         let run = job.src.run;
         for t in k0 / run..k1.div_ceil(run) {
             let off = job.src.runs[t];
@@ -567,7 +594,9 @@ unsafe fn tile<S: Simd, const PX: usize, const U: usize, const L2_AHEAD: bool>(
             let mut wp = wt.add(ci0 * BLOCK);
             for ci in ci0..ci1 {
                 s.prefetch(wp.wrapping_add(PF));
-                s.prefetch(wp.wrapping_add(PF + 16));
+                if U * S::LANES > LINE_FLOATS {
+                    s.prefetch(wp.wrapping_add(PF + LINE_FLOATS));
+                }
                 s.prefetch(ahead);
                 ahead = ahead.wrapping_add(LINE_FLOATS);
                 if L2_AHEAD && pf_left > 0 {
@@ -694,7 +723,7 @@ unsafe fn run_avx512(job: &Job<'_, '_>, pixels: (usize, usize), blocks: (usize, 
     // SAFETY: reached only from `DirectNhwc::run` after the ISA check, with its contract.
     unsafe {
         let s = rge_simd::Avx512::new_unchecked();
-        run_simd::<_, 12, 4, 8, 2, 1, 6, 3, 4>(s, job, pixels, blocks)
+        run_simd::<_, 12, 4, 8, 2, 1, 6, 3, 4, 0, 0>(s, job, pixels, blocks)
     }
 }
 
@@ -704,7 +733,7 @@ unsafe fn run_avx2(job: &Job<'_, '_>, pixels: (usize, usize), blocks: (usize, us
     // SAFETY: reached only from `DirectNhwc::run` after the ISA check, with its contract.
     unsafe {
         let s = rge_simd::Avx2::new_unchecked();
-        run_simd::<_, 3, 1, 2, 4, 2, 0, 0, 4>(s, job, pixels, blocks)
+        run_simd::<_, 6, 2, 4, 2, 1, 0, 0, 4, 4, 3>(s, job, pixels, blocks)
     }
 }
 

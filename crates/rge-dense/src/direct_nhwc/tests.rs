@@ -48,6 +48,9 @@ fn every_isa_matches_the_direct_sum() {
         (7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 40, 70),
         (9, 8, 3, 3, 2, 1, 0, 0, 1, 1, 17, 64),
         (10, 10, 3, 3, 1, 1, 0, 0, 0, 0, 8, 33),
+        // A last block of 17–24 channels (AVX2's 4 × 3 tiles).
+        (8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 12, 56),
+        (11, 7, 3, 3, 1, 1, 1, 1, 1, 1, 9, 20),
         // Deeper than CHUNKED_DEPTH: chunks, the next one fetched ahead (and across
         // blocks), a half-width last block.
         (5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 460, 40),
