@@ -133,6 +133,8 @@ fn interleave_rows(
                 Isa::Avx512 if Isa::Avx512.is_available() => {
                     interleave_avx512(src, rows, cols, c0, out)
                 }
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx2 if Isa::Avx2.is_available() => interleave_avx2(src, rows, cols, c0, out),
                 _ => interleave(src, rows, cols, c0, out),
             }
         }
@@ -171,6 +173,12 @@ unsafe fn interleave_avx512(src: &[f32], rows: usize, cols: usize, c0: usize, ou
     interleave(src, rows, cols, c0, out)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn interleave_avx2(src: &[f32], rows: usize, cols: usize, c0: usize, out: &mut [f32]) {
+    interleave(src, rows, cols, c0, out)
+}
+
 /// # Safety
 /// `src` and the memory at `dst` hold `rows × cols` values; no one else writes rows
 /// `[16·b0, 16·b1)` of dst's columns meanwhile.
@@ -188,6 +196,8 @@ unsafe fn bands_isa(
         match isa {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 if Isa::Avx512.is_available() => bands_avx512(src, rows, cols, dst, b0, b1),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 if Isa::Avx2.is_available() => bands_avx2(src, rows, cols, dst, b0, b1),
             _ => bands_simd(Scalar, src, rows, cols, dst, b0, b1),
         }
     }
@@ -238,6 +248,23 @@ unsafe fn bands_avx512(
     unsafe {
         bands_simd(
             rge_simd::Avx512::new_unchecked(),
+            src,
+            rows,
+            cols,
+            dst,
+            b0,
+            b1,
+        )
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bands_avx2(src: &[f32], rows: usize, cols: usize, dst: SharedOut, b0: usize, b1: usize) {
+    // SAFETY: reached only after the ISA check; the contract is forwarded.
+    unsafe {
+        bands_simd(
+            rge_simd::Avx2::new_unchecked(),
             src,
             rows,
             cols,

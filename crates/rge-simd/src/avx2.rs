@@ -231,4 +231,76 @@ impl Simd for Avx2 {
         // SAFETY: see the impl; a prefetch never faults, whatever the address.
         unsafe { _mm_prefetch::<_MM_HINT_T1>(p.cast()) }
     }
+    #[inline(always)]
+    unsafe fn transpose16(
+        self,
+        src: *const f32,
+        src_stride: usize,
+        dst: *mut f32,
+        dst_stride: usize,
+        rows: usize,
+        cols: usize,
+    ) {
+        // Four 8×8 quarters: whole ones in registers, partial ones (a tile's edge) by the
+        // scalar copy. Plain loops, not closures (see the AVX-512 twin).
+        for (r0, c0) in [(0, 0), (0, 8), (8, 0), (8, 8)] {
+            if r0 >= rows || c0 >= cols {
+                continue;
+            }
+            // SAFETY: see the impl; the quarter's rows and columns are inside the tile the
+            // caller vouches for.
+            unsafe {
+                let (s, d) = (src.add(r0 * src_stride + c0), dst.add(c0 * dst_stride + r0));
+                if rows >= r0 + 8 && cols >= c0 + 8 {
+                    let mut r = [_mm256_setzero_ps(); 8];
+                    for (i, v) in r.iter_mut().enumerate() {
+                        *v = _mm256_loadu_ps(s.add(i * src_stride));
+                    }
+                    for (c, v) in transpose8x8(r).iter().enumerate() {
+                        _mm256_storeu_ps(d.add(c * dst_stride), *v);
+                    }
+                } else {
+                    crate::transpose::transpose16_scalar(
+                        s,
+                        src_stride,
+                        d,
+                        dst_stride,
+                        (rows - r0).min(8),
+                        (cols - c0).min(8),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// An 8×8 transpose in registers: interleave lanes, then pairs, then 128-bit halves (24
+/// shuffles for 64 floats).
+///
+/// # Safety
+/// The CPU has AVX.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8x8(r: [__m256; 8]) -> [__m256; 8] {
+    // Rows 2k, 2k+1 → lanes interleaved.
+    let mut a = r;
+    for i in (0..8).step_by(2) {
+        a[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        a[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    // Pairs: a[4k] with a[4k + 2] (columns 0, 1 | 4, 5) and a[4k + 1] with a[4k + 3] (2, 3 | 6, 7).
+    let mut b = a;
+    for base in [0, 4] {
+        b[base] = _mm256_shuffle_ps::<0x44>(a[base], a[base + 2]);
+        b[base + 1] = _mm256_shuffle_ps::<0xee>(a[base], a[base + 2]);
+        b[base + 2] = _mm256_shuffle_ps::<0x44>(a[base + 1], a[base + 3]);
+        b[base + 3] = _mm256_shuffle_ps::<0xee>(a[base + 1], a[base + 3]);
+    }
+    // Halves: rows 0–3 of a column beside rows 4–7.
+    let mut c = b;
+    for j in 0..4 {
+        c[j] = _mm256_permute2f128_ps::<0x20>(b[j], b[j + 4]);
+        c[j + 4] = _mm256_permute2f128_ps::<0x31>(b[j], b[j + 4]);
+    }
+    c
 }
