@@ -11,12 +11,11 @@
 //! seven rows of seven). Bias, residual and a clamp activation (none, Relu, Clip) are applied
 //! in registers; other activations in a pass over the stored tile.
 //!
-//! Register tiles: AVX-512 6 pixels × 4 vectors over a pair of whole blocks and 12 × 2 over a
-//! single one, AVX2+FMA 6 × 2 over each half of a block in turn and 4 × 3 over a last block of
-//! 17–24 channels (3 × 4 over a whole one left
-//! 17 registers for 16, the weights as memory operands: 34% of the FMA peak on an EPYC's 3×3
-//! layers), and the baseline (the scalar
-//! twin the tests compare against) 1 × 32; chosen at run time.
+//! Register tiles, chosen at run time: AVX-512 6 pixels × 4 vectors over a pair of whole blocks
+//! and 12 × 2 over a single one; AVX2+FMA 6 × 2 over each half of a block in turn and 4 × 3 over
+//! a last block of 17–24 channels (3 × 4 over a whole block left 17 registers for 16, the
+//! weights as memory operands: 34% of the FMA peak on an EPYC's 3×3 layers); the baseline (the
+//! scalar twin the tests compare against) 1 × 32.
 
 use crate::depthwise::{DwGeometry, Isa};
 use crate::gemm::{activation, Activation, LINE_FLOATS};
