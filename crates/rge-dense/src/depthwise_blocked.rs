@@ -26,12 +26,16 @@ const MAX_BLOCK_PIXELS: usize = 8 * 1024;
 /// (`examples/dw_time.rs`, medians of noisy runs). With AVX-512's in-register 16×16
 /// transposes, up to 28×28 (MobileNetV2's 28×28, 192 channels: 0.09–0.15 ms against 0.10–0.12;
 /// 14×14, 384: 0.05–0.06 against 0.09–0.10; at 56×56 the plane kernel wins, 0.27 against
-/// 0.35–0.45). With the scalar transposes of the other ISAs, up to 10×10 (256 channels: 0.04
-/// against 0.05; 14×14: 0.10–0.13 against 0.10–0.12).
+/// 0.35–0.45). With AVX2's in-register 8×8 quarters (an EPYC), up to 16×16: 14×14 outputs
+/// 0.063 against 0.073 ms (384 channels, stride 1) and 0.054 against 0.15 (576, stride 2);
+/// at 28×28 the two are even at stride 1 (0.11–0.16 against 0.11–0.12). With the scalar
+/// transposes of the baseline, up to 10×10 (256 channels: 0.04 against 0.05; 14×14:
+/// 0.10–0.13 against 0.10–0.12).
 fn max_faster_output_pixels(isa: Isa) -> usize {
     match isa {
         Isa::Avx512 => 32 * 32,
-        _ => 10 * 10,
+        Isa::Avx2 => 16 * 16,
+        Isa::Scalar => 10 * 10,
     }
 }
 
