@@ -441,3 +441,161 @@ fn pipeline_scale() {
         t.elapsed()
     );
 }
+
+/// A composite optimizer that can work on the whole graph: each `vector` Relu becomes a
+/// `FusedRelu` (a new node, placed after the merge).
+struct ReluFuser;
+
+impl GraphOptimizer for ReluFuser {
+    fn fused_in_place(&self) -> bool {
+        true
+    }
+    fn optimize_fused_graph(&self, rw: &mut GraphRewriter<'_>) -> EngineResult<()> {
+        let g = rw.graph();
+        let relus: Vec<NodeId> = g
+            .nodes_of(g.root())
+            .filter(|&n| {
+                let op = g.op(n).unwrap();
+                op.op_type() == "Relu" && op.engine_name() == "vector"
+            })
+            .collect();
+        for n in relus {
+            let op = rw.graph().op(n).unwrap();
+            let fused = OpDesc::new(format!("{}_f", op.name()), "FusedRelu")
+                .with_input("", desc())
+                .with_output("", desc());
+            rw.replace_node(n, fused)?;
+        }
+        Ok(())
+    }
+}
+
+fn in_place_manager() -> Arc<EngineManager> {
+    let store = |name: &str, ops: &[&str]| {
+        let cost = rge_engine::standard_engine(name).unwrap().compute_cost;
+        rge_engine::TableStore::new(name, format!("{name}_store"), cost)
+            .with_ops(ops.iter().copied())
+    };
+    let mut b = EngineManager::builder();
+    b.register(
+        BasicEngine::standard("dense")
+            .unwrap()
+            .with_store(store("dense", &["MatMul"])),
+    )
+    .register(
+        BasicEngine::standard("fused")
+            .unwrap()
+            .with_store(store("fused", &[]))
+            .with_optimizer(ReluFuser),
+    )
+    .register(
+        BasicEngine::standard("vector")
+            .unwrap()
+            .with_store(store("vector", &["Relu", "FusedRelu"])),
+    )
+    .register(
+        BasicEngine::standard("cpu")
+            .unwrap()
+            .with_store(store("cpu", &["Sort"])),
+    )
+    .register(
+        BasicEngine::standard("local")
+            .unwrap()
+            .with_store(store("local", &["Data", "NetOutput"])),
+    );
+    b.build().unwrap()
+}
+
+/// Every node's name, op type and engine, with its inputs' producers, and the output list.
+fn shape_of(m: &rge_compiler::CompiledModel) -> (Vec<String>, Vec<String>) {
+    let g = &m.graph;
+    let mut nodes: Vec<String> = g
+        .nodes_of(g.root())
+        .map(|n| {
+            let op = g.op(n).unwrap();
+            let node = g.node(n).unwrap();
+            let ins: Vec<String> = (0..node.in_data_count())
+                .map(|i| {
+                    node.peer_of_input(i)
+                        .map_or("-".into(), |p| g.name_of(p.node).to_string())
+                })
+                .collect();
+            format!(
+                "{} {} {} <- {}",
+                op.name(),
+                op.op_type(),
+                m.placement.engine(n).unwrap_or("?"),
+                ins.join(",")
+            )
+        })
+        .collect();
+    nodes.sort();
+    let outs = g
+        .output_nodes(g.root())
+        .iter()
+        .map(|&(n, i)| format!("{}:{i}", g.name_of(n)))
+        .collect();
+    (nodes, outs)
+}
+
+#[test]
+fn a_composite_optimizer_in_place_gives_what_moved_partitions_give() {
+    // Two fused partitions (a cpu Sort between them), Relus that are graph outputs and Relus
+    // read across partitions.
+    let model = || {
+        graph(&[
+            ("x", "Data", &[]),
+            ("r1", "Relu", &["x"]),
+            ("mm", "MatMul", &["r1", "x"]),
+            ("r2", "Relu", &["mm"]),
+            ("s", "Sort", &["r2"]),
+            ("r3", "Relu", &["s"]),
+            ("mm2", "MatMul", &["r3", "r1"]),
+            ("r4", "Relu", &["mm2"]),
+            ("out", "NetOutput", &["r4", "r1", "r2"]),
+        ])
+    };
+    let with_outputs = |mut g: ComputeGraph| {
+        let outs = ["r4", "r1", "r2"].map(|n| (node(&g, n), 0)).to_vec();
+        g.set_output_nodes(g.root(), outs).unwrap();
+        g
+    };
+    // A dump asks for the partition graphs, so the stage moves them; without one it runs in
+    // place.
+    let dir = std::env::temp_dir().join(format!("rge-in-place-dump-{}", std::process::id()));
+    let moved = Pipeline::new(
+        in_place_manager(),
+        CompileOptions {
+            dump_dir: Some(dir.clone()),
+            ..Default::default()
+        },
+    )
+    .compile(with_outputs(model()))
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let in_place = Pipeline::new(in_place_manager(), CompileOptions::default())
+        .compile(with_outputs(model()))
+        .unwrap();
+    in_place.graph.verify().unwrap();
+    let (nodes, outs) = shape_of(&in_place);
+    assert_eq!(nodes, shape_of(&moved).0);
+    assert!(
+        nodes.contains(&"r1_f FusedRelu vector <- x".to_string()),
+        "{nodes:?}"
+    );
+    // In place, the patches keep the output list (the moved path restores it by name, so the
+    // outputs whose nodes were replaced leave it; NetOutput reads them either way).
+    assert_eq!(outs, ["r4_f:0", "r1_f:0", "r2_f:0"]);
+    assert_eq!(
+        in_place
+            .composite_partitions
+            .iter()
+            .map(|p| p.engine.as_str())
+            .collect::<Vec<_>>(),
+        moved
+            .composite_partitions
+            .iter()
+            .map(|p| p.engine.as_str())
+            .collect::<Vec<_>>()
+    );
+}

@@ -55,6 +55,15 @@ pub trait GraphOptimizer: Send + Sync {
         Ok(())
     }
 
+    /// Whether [`GraphOptimizer::optimize_fused_graph`] may be given the whole graph (the
+    /// root graph's top level) in place of each partition: true for an optimizer that touches
+    /// only nodes placed on this engine's atomic engines and keeps every value that a node it
+    /// does not rewrite reads. The pipeline then skips moving the partitions out and back
+    /// (when no dump asks for the partition graphs).
+    fn fused_in_place(&self) -> bool {
+        false
+    }
+
     /// After merging, on the whole graph.
     fn optimize_whole_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let _ = graph;

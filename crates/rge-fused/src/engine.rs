@@ -15,6 +15,13 @@ pub const REGION_ATTR: &str = "_rge_fused_region";
 pub struct ElementwiseFusion;
 
 impl GraphOptimizer for ElementwiseFusion {
+    /// Regions hold only nodes placed on `vector`, and a value leaves a region's inside only
+    /// when every reader is in the region: the same regions in a partition or in the whole
+    /// graph.
+    fn fused_in_place(&self) -> bool {
+        true
+    }
+
     fn optimize_fused_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let engine = graph.engine().to_string();
         // Each batch is applied before the next is built: the patches waiting stay few.

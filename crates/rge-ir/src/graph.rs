@@ -6,6 +6,7 @@ use std::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use slotmap::{new_key_type, SlotMap};
+use smallvec::SmallVec;
 
 use crate::attr::AttrMap;
 use crate::error::{IrError, Result};
@@ -29,30 +30,63 @@ pub(crate) struct GraphData {
     pub(crate) len: usize,
     pub(crate) inputs: Vec<NodeId>,
     pub(crate) outputs: Vec<(NodeId, u32)>,
-    /// How many entries of `outputs` each output node has (so membership is O(1)).
-    pub(crate) output_refs: HashMap<NodeId, u32>,
+    /// Each output node's entries in `outputs` (positions, ascending): membership is O(1),
+    /// and a patch replacing an output node finds its entries without a search.
+    pub(crate) output_refs: HashMap<NodeId, SmallVec<[u32; 1]>>,
     /// Node name → node, hashed by the name stored in the node (no second copy of names).
     pub(crate) names: HashTable<NodeId>,
 }
 
 impl GraphData {
     pub(crate) fn set_outputs(&mut self, outputs: Vec<(NodeId, u32)>) {
-        self.output_refs.clear();
-        for &(n, _) in &outputs {
-            *self.output_refs.entry(n).or_default() += 1;
-        }
         self.outputs = outputs;
+        self.index_outputs();
+    }
+
+    fn index_outputs(&mut self) {
+        self.output_refs.clear();
+        for (pos, &(n, _)) in self.outputs.iter().enumerate() {
+            self.output_refs.entry(n).or_default().push(pos as u32);
+        }
     }
 
     pub(crate) fn push_output(&mut self, n: NodeId, index: u32) {
-        *self.output_refs.entry(n).or_default() += 1;
+        let pos = self.outputs.len() as u32;
+        self.output_refs.entry(n).or_default().push(pos);
         self.outputs.push((n, index));
+    }
+
+    /// The positions in `outputs` of node `n`'s entries.
+    pub(crate) fn output_positions(&self, n: NodeId) -> &[u32] {
+        self.output_refs.get(&n).map_or(&[], |p| p.as_slice())
+    }
+
+    /// Empties output entry `pos` (its node no longer counts as an output) until
+    /// [`GraphData::fill_output`] gives it a new source.
+    pub(crate) fn release_output(&mut self, pos: usize) {
+        let (n, _) = self.outputs[pos];
+        if let Some(ps) = self.output_refs.get_mut(&n) {
+            ps.retain(|p| *p as usize != pos);
+            if ps.is_empty() {
+                self.output_refs.remove(&n);
+            }
+        }
+        self.outputs[pos].0 = NodeId::default();
+    }
+
+    /// Sets output entry `pos` to output `index` of `n`.
+    pub(crate) fn fill_output(&mut self, pos: usize, n: NodeId, index: u32) {
+        let ps = self.output_refs.entry(n).or_default();
+        let at = ps.partition_point(|&p| (p as usize) < pos);
+        ps.insert(at, pos as u32);
+        self.outputs[pos] = (n, index);
     }
 
     /// Drops node `n` from the output list.
     pub(crate) fn remove_output_node(&mut self, n: NodeId) {
         if self.output_refs.remove(&n).is_some() {
             self.outputs.retain(|&(x, _)| x != n);
+            self.index_outputs();
         }
     }
 }

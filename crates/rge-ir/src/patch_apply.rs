@@ -63,7 +63,7 @@ pub(crate) struct Plan {
     /// Kept links to cut (rewired inputs).
     unlinks: Vec<(OutAnchor, InAnchor)>,
     /// The graph's new output list, when a removed node was on it.
-    outputs: Option<Vec<(V, u32)>>,
+    outputs: Vec<(usize, V, u32)>,
     /// `(subgraph, new node)`: subgraphs a new node takes over from a removed one.
     takeovers: Vec<(GraphId, usize)>,
     position: Position,
@@ -511,40 +511,47 @@ impl ComputeGraph {
         Ok(out)
     }
 
-    /// The output list with removed nodes replaced by their shunts (`None`: unchanged).
+    /// The entries of the output list that name removed nodes, each with the shunt that
+    /// replaces it: (position, new source, its output). Only those entries change, so a patch
+    /// costs its own size, not the list's (a graph with thousands of outputs had each patch
+    /// rebuild them all).
     fn plan_outputs(
         &self,
         g: GraphId,
         removed: &HashSet<NodeId>,
         shunts: &HashMap<(NodeId, usize), At>,
-    ) -> Result<Option<Vec<(V, u32)>>, PatchError> {
+    ) -> Result<Vec<(usize, V, u32)>, PatchError> {
         let gd = &self.graphs[g];
-        if !removed.iter().any(|n| gd.output_refs.contains_key(n)) {
-            return Ok(None);
-        }
-        let mut out = Vec::with_capacity(gd.outputs.len());
-        for &(n, i) in &gd.outputs {
-            if !removed.contains(&n) {
-                out.push((V::Old(n), i));
-                continue;
-            }
+        let mut hit: Vec<NodeId> = removed
+            .iter()
+            .copied()
+            .filter(|n| gd.output_refs.contains_key(n))
+            .collect();
+        // In list order, so that an error names the first entry at fault.
+        hit.sort_unstable_by_key(|&n| gd.output_positions(n)[0]);
+        let mut out = Vec::new();
+        for n in hit {
             let node = &self.nodes[n];
-            if node.out_data.is_empty() {
-                return Err(PatchError::RemovesGraphOutput {
-                    node: node.name().to_string(),
-                    graph: gd.name.clone(),
-                });
+            for &pos in gd.output_positions(n) {
+                let (pos, i) = (pos as usize, gd.outputs[pos as usize].1);
+                if node.out_data.is_empty() {
+                    return Err(PatchError::RemovesGraphOutput {
+                        node: node.name().to_string(),
+                        graph: gd.name.clone(),
+                    });
+                }
+                let src =
+                    shunts
+                        .get(&(n, i as usize))
+                        .ok_or_else(|| PatchError::UnmappedOutput {
+                            node: node.name().to_string(),
+                            index: i as usize,
+                            consumer: format!("the output list of graph `{}`", gd.name),
+                        })?;
+                out.push((pos, src.v, src.index as u32));
             }
-            let src = shunts
-                .get(&(n, i as usize))
-                .ok_or_else(|| PatchError::UnmappedOutput {
-                    node: node.name().to_string(),
-                    index: i as usize,
-                    consumer: format!("the output list of graph `{}`", gd.name),
-                })?;
-            out.push((src.v, src.index as u32));
         }
-        Ok(Some(out))
+        Ok(out)
     }
 
     /// New nodes go where the first removed node was (after its nearest kept predecessor);
@@ -580,6 +587,11 @@ impl ComputeGraph {
         }
         for &(s, d) in &plan.unlinks {
             self.unlink_unchecked(s, d);
+        }
+        // The output entries of removed nodes are let go first (their nodes then leave
+        // without a search of the list) and filled once the new nodes exist.
+        for &(pos, _, _) in &plan.outputs {
+            self.graphs[g].release_output(pos);
         }
         let mut removed = Vec::with_capacity(plan.removed.len());
         for &r in &plan.removed {
@@ -632,9 +644,8 @@ impl ComputeGraph {
                 self.link_unchecked(s, d);
             }
         }
-        if let Some(outs) = plan.outputs {
-            let outs = outs.into_iter().map(|(v, i)| (node_of(v), i)).collect();
-            self.graphs[g].set_outputs(outs);
+        for &(pos, v, i) in &plan.outputs {
+            self.graphs[g].fill_output(pos, node_of(v), i);
         }
         Ok(PatchResult {
             nodes: ids,

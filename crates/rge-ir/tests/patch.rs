@@ -556,3 +556,47 @@ proptest! {
         }
     }
 }
+
+/// A patch replacing graph outputs rewrites only their entries: the list keeps its order, a
+/// node listed twice is replaced in both places, and later edits (another patch, a removal)
+/// see the entries where they now are.
+#[test]
+fn replacing_outputs_keeps_the_list_in_order() {
+    let mut g = ComputeGraph::new("g");
+    let x = add(&mut g, "x", "Data", 0, 1);
+    let a = add(&mut g, "a", "Relu", 1, 1);
+    let b = add(&mut g, "b", "Relu", 1, 1);
+    let c = add(&mut g, "c", "Abs", 1, 1);
+    for n in [a, b, c] {
+        g.add_edge(x, 0, n, 0).unwrap();
+    }
+    g.add_input_node(x).unwrap();
+    g.set_output_nodes(g.root(), vec![(a, 0), (b, 0), (c, 0), (b, 0)])
+        .unwrap();
+
+    let mut p = GraphPatch::new();
+    p.remove(b);
+    let f = p.add_node(op("f", "Neg", 1, 1));
+    p.connect(Outlet::old(x, 0), f, 0)
+        .shunt(b, 0, Outlet::new_node(f, 0));
+    let f = g.apply_patch(p).unwrap().node(0).unwrap();
+    g.verify().unwrap();
+    assert_eq!(g.output_nodes(g.root()), &[(a, 0), (f, 0), (c, 0), (f, 0)]);
+    assert!(g.is_output_node(f) && !g.contains_node(b));
+
+    // An output node removed outright leaves the list; the others keep their entries.
+    g.remove_node(a).unwrap();
+    assert_eq!(g.output_nodes(g.root()), &[(f, 0), (c, 0), (f, 0)]);
+
+    // A second patch finds the entries at their new places.
+    let mut p = GraphPatch::new();
+    p.remove(f).remove(c);
+    let h = p.add_node(op("h", "Neg", 1, 2));
+    p.connect(Outlet::old(x, 0), h, 0)
+        .shunt(f, 0, Outlet::new_node(h, 1))
+        .shunt(c, 0, Outlet::new_node(h, 0));
+    let h = g.apply_patch(p).unwrap().node(0).unwrap();
+    g.verify().unwrap();
+    assert_eq!(g.output_nodes(g.root()), &[(h, 1), (h, 0), (h, 1)]);
+    assert!(g.is_output_node(h) && !g.is_output_node(f) && !g.is_output_node(c));
+}

@@ -8,10 +8,10 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 
-use rge_ir::{op_types, AttrValue, ComputeGraph, GraphPatch, NodeId, OpDesc, Outlet};
+use rge_ir::{op_types, AttrValue, ComputeGraph, NodeId, OpDesc};
 use smallvec::SmallVec;
 
-use super::util::{const_tensor, has_control, is_graph_output, root_nodes};
+use super::util::{const_tensor, has_control, is_graph_output, topological_root_nodes};
 use super::{OptLevel, OptPass};
 
 /// Ops whose results differ between two calls with the same inputs.
@@ -141,9 +141,7 @@ impl OptPass for CommonSubexpressions {
         OptLevel::Basic
     }
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
-        let order = g
-            .sorted_order(g.root(), &rge_ir::SortOptions::default())
-            .unwrap_or_else(|_| root_nodes(g));
+        let order = topological_root_nodes(g);
         let graph_inputs: HashSet<NodeId> = g.input_nodes(g.root()).iter().copied().collect();
         // Signature → the kept nodes with it (more than one only on a hash collision or equal
         // signatures with different attribute values).
@@ -166,14 +164,12 @@ impl OptPass for CommonSubexpressions {
             if is_graph_output(g, n) {
                 continue;
             }
-            let outs = g.node(n).map_or(0, |nd| nd.out_data_count());
-            let mut patch = GraphPatch::in_graph(g.root());
-            patch.remove(n);
-            for o in 0..outs {
-                patch.shunt(n, o, Outlet::old(keep, o));
-            }
-            patch.drop_control();
-            g.apply_patch(patch).map_err(|e| e.to_string())?;
+            // Direct edits, not a patch: the readers of `n` come after it in the order and
+            // `keep` before it, so no cycle can form, and a patch's rank upkeep would cost
+            // more than the edit (a shunt from an earlier-ranked node re-ranks the graph).
+            // `n` has no control edges (`mergeable`); the check comes before any change.
+            g.move_output_edges(n, keep).map_err(|e| e.to_string())?;
+            g.remove_node_unlinked(n).map_err(|e| e.to_string())?;
             done += 1;
         }
         Ok(done)
