@@ -35,9 +35,16 @@ enum Elem {
 /// A value: output `index` of `node`.
 type Value = (NodeId, usize);
 
+/// Whether `op`'s first output is f32 with a fully known shape (checked for every node of
+/// the graph: no allocation).
+fn has_known_f32_output(op: &OpDesc) -> bool {
+    op.output(0)
+        .is_some_and(|d| d.dtype() == DataType::Float && d.shape().is_fully_known())
+}
+
 fn known_dims(op: &OpDesc) -> Option<Vec<usize>> {
     let d = op.output(0)?;
-    if d.dtype() != DataType::Float || !d.shape().is_fully_known() {
+    if !has_known_f32_output(op) {
         return None;
     }
     Some(d.shape().dims().iter().map(|&x| x as usize).collect())
@@ -52,7 +59,7 @@ fn elem_of(g: &ComputeGraph, n: NodeId) -> Option<Elem> {
         || !node.in_ctrl_peers().is_empty()
         || !node.out_ctrl_peers().is_empty()
         || node.out_data_count() != 1
-        || known_dims(op).is_none()
+        || !has_known_f32_output(op)
     {
         return None;
     }
