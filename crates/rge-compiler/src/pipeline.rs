@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
 use rge_engine::{
-    default_running_params, EngineError, GraphRewriter, OptimizeStage, RunningParams,
+    default_running_params, EngineError, GraphOptimizer, GraphRewriter, OptimizeStage,
+    RunningParams,
 };
 use rge_ir::{ComputeGraph, NodeId};
 
@@ -97,6 +98,9 @@ struct Partitioned {
     partition_of: SecondaryMap<NodeId, u32>,
     placement: Placement,
 }
+
+/// A composite engine's name and its optimizer, run in place of its partitions.
+type InPlaceOptimizer<'a> = (&'a str, &'a dyn GraphOptimizer);
 
 struct Run {
     clock: StageClock,
@@ -398,9 +402,10 @@ impl Pipeline {
         })
     }
 
-    /// The composite engines in use whose optimizers run, when every one of them can run in
-    /// place of its partitions (`GraphOptimizer::fused_in_place`); `None` otherwise.
-    fn composite_optimizers_in_place(&self) -> CompileResult<Option<Vec<&str>>> {
+    /// The composite engines in use whose optimizers run, with those optimizers, when every
+    /// one of them can run in place of its partitions (`GraphOptimizer::fused_in_place`);
+    /// `None` otherwise.
+    fn composite_optimizers_in_place(&self) -> CompileResult<Option<Vec<InPlaceOptimizer<'_>>>> {
         let excl = self.manager.exclusions(&self.options)?;
         let mut engines = Vec::new();
         for id in self.manager.ids() {
@@ -412,7 +417,7 @@ impl Pipeline {
                 if !o.fused_in_place() {
                     return Ok(None);
                 }
-                engines.push(self.manager.name(id));
+                engines.push((self.manager.name(id), o));
             }
         }
         Ok(Some(engines))
@@ -428,7 +433,7 @@ impl Pipeline {
         placement: Placement,
         times: u32,
         run: &mut Run,
-        engines: &[&str],
+        engines: &[InPlaceOptimizer<'_>],
     ) -> CompileResult<Partitioned> {
         let manager = &self.manager;
         let (plan, summaries) = run.clock.run("partition_composite", || {
@@ -444,10 +449,7 @@ impl Pipeline {
         })?;
         run.clock.verify("partition_composite", graph)?;
         run.clock.run("optimize_fused_composite", || {
-            for &name in engines {
-                let Some(o) = manager.get(name).and_then(|e| e.graph_optimizer()) else {
-                    continue;
-                };
+            for &(name, o) in engines {
                 let mut rw = GraphRewriter::new(graph, name, OptimizeStage::Fused);
                 o.optimize_fused_graph(&mut rw)
                     .map_err(|e| stage_err("optimize_fused_composite", e))?;

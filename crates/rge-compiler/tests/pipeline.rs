@@ -145,12 +145,13 @@ impl<S: KernelInfoStore> KernelInfoStore for Counting<S> {
     }
 }
 
+/// A store for standard engine `name` answering yes for `ops`.
+fn store(name: &str, ops: &[&str]) -> rge_engine::TableStore {
+    let cost = rge_engine::standard_engine(name).unwrap().compute_cost;
+    rge_engine::TableStore::new(name, format!("{name}_store"), cost).with_ops(ops.iter().copied())
+}
+
 fn pipeline_manager(fail_fused: bool, compiled: Arc<AtomicUsize>) -> Arc<EngineManager> {
-    let store = |name: &str, ops: &[&str]| {
-        let cost = rge_engine::standard_engine(name).unwrap().compute_cost;
-        rge_engine::TableStore::new(name, format!("{name}_store"), cost)
-            .with_ops(ops.iter().copied())
-    };
     let mut b = EngineManager::builder();
     b.register(
         BasicEngine::standard("dense")
@@ -471,11 +472,6 @@ impl GraphOptimizer for ReluFuser {
 }
 
 fn in_place_manager() -> Arc<EngineManager> {
-    let store = |name: &str, ops: &[&str]| {
-        let cost = rge_engine::standard_engine(name).unwrap().compute_cost;
-        rge_engine::TableStore::new(name, format!("{name}_store"), cost)
-            .with_ops(ops.iter().copied())
-    };
     let mut b = EngineManager::builder();
     b.register(
         BasicEngine::standard("dense")

@@ -45,6 +45,7 @@ impl GraphData {
 
     fn index_outputs(&mut self) {
         self.output_refs.clear();
+        self.output_refs.reserve(self.outputs.len());
         for (pos, &(n, _)) in self.outputs.iter().enumerate() {
             self.output_refs.entry(n).or_default().push(pos as u32);
         }

@@ -187,22 +187,9 @@ fn write_desc(d: &mut TensorDesc, info: &TensorInfo) {
 pub fn topo_order(graph: &ComputeGraph, g: GraphId) -> Result<Vec<NodeId>, OpsError> {
     let nodes: Vec<NodeId> = graph.nodes_of(g).collect();
     // Fast path: frontends usually leave the graph in a topological order already.
-    let mut seen: SecondaryMap<NodeId, ()> = SecondaryMap::with_capacity(nodes.len());
-    let in_order = nodes.iter().all(|&n| {
-        let node = graph.node(n).expect("live");
-        let ok = node
-            .input_peers()
-            .iter()
-            .flatten()
-            .chain(node.in_ctrl_peers())
-            .all(|p| seen.contains_key(p.node));
-        seen.insert(n, ());
-        ok
-    });
-    if in_order {
+    if graph.is_topological(&nodes) {
         return Ok(nodes);
     }
-    drop(seen);
     let mut indeg: SecondaryMap<NodeId, u32> = SecondaryMap::with_capacity(nodes.len());
     let mut ready = Vec::with_capacity(nodes.len());
     for &n in &nodes {

@@ -374,20 +374,7 @@ pub fn root_nodes(g: &ComputeGraph) -> Vec<NodeId> {
 /// graph that needs no sorting cost 50 ms.
 pub fn topological_root_nodes(g: &ComputeGraph) -> Vec<NodeId> {
     let nodes = root_nodes(g);
-    let mut seen: slotmap::SecondaryMap<NodeId, ()> =
-        slotmap::SecondaryMap::with_capacity(nodes.len());
-    let in_order = nodes.iter().all(|&n| {
-        let ok = g.node(n).is_some_and(|node| {
-            node.input_peers()
-                .iter()
-                .flatten()
-                .chain(node.in_ctrl_peers())
-                .all(|p| seen.contains_key(p.node))
-        });
-        seen.insert(n, ());
-        ok
-    });
-    if in_order {
+    if g.is_topological(&nodes) {
         return nodes;
     }
     g.sorted_order(g.root(), &rge_ir::SortOptions::default())
