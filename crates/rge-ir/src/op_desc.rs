@@ -448,6 +448,13 @@ impl OpDesc {
         let _ = self.add_output(name, desc);
         self
     }
+    /// Room for `inputs` more input descs and `outputs` more output descs, so that a frontend
+    /// that knows an op's port counts allocates each list once (ports otherwise grow by half).
+    pub fn reserve_ports(&mut self, inputs: usize, outputs: usize) {
+        self.inputs.descs.reserve_exact(inputs);
+        self.outputs.descs.reserve_exact(outputs);
+    }
+
     /// `n` unnamed inputs and `m` unnamed outputs with default descs.
     pub fn with_ports(mut self, n: usize, m: usize) -> Self {
         for _ in 0..n {

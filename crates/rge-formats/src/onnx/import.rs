@@ -5,25 +5,31 @@
 //! (the latest producer before the consumer wins); a name produced only later is a forward
 //! reference, allowed, after which the graph is checked for cycles and put in topological order.
 
+use std::borrow::Cow;
+use std::fmt;
+
 use hashbrown::{HashMap, HashSet};
 
 use rge_ir::attr_names::{DATA_INDEX, PARENT_NODE_INDEX};
-use rge_ir::{op_types, ComputeGraph, GraphId, NamedAttrs, NodeId, OpDesc, OutAnchor, TensorDesc};
-use smallvec::SmallVec;
+use rge_ir::{
+    op_types, AttrMap, ComputeGraph, GraphId, NamedAttrs, NodeId, OpDesc, OutAnchor, TensorDesc,
+};
 
 use super::attrs::{attr_from_proto, sparse_from_proto, Imported};
 use super::error::{OnnxError, Result};
 use super::external::External;
 use super::names::{self, Fresh};
+use super::nodes::{NodeRef, NodeTable, Nodes};
+use super::plan::{self, Found, Values};
 use super::tensor::{tensor_from_proto, At};
 use super::types::desc_from_type;
-use crate::onnx_proto::{GraphProto, ModelProto, NodeProto, StringStringEntryProto};
+use crate::onnx_proto::{GraphProto, ModelProto, StringStringEntryProto, ValueInfoProto};
 
 /// One graph being imported: its values by ONNX name, each with the producers in file order
 /// (position -1 for graph inputs, initializers and captures; else the node's index).
 pub(super) struct Frame<'p> {
     pub(super) graph: GraphId,
-    pub(super) values: HashMap<&'p str, SmallVec<[(i64, OutAnchor); 1]>>,
+    pub(super) values: Values<'p>,
     /// Set when some name was resolved to a later producer.
     pub(super) forward: bool,
     /// The first node that is not a Data node: capture Data nodes go before it.
@@ -40,6 +46,12 @@ pub(super) struct Parent {
     pub(super) captures: HashMap<String, usize>,
 }
 
+/// A node's body graphs in slot order: (slot attr name, subgraph name suffix, graph).
+type Bodies<'p> = Vec<(String, String, &'p GraphProto)>;
+
+/// The node ids of a graph and its nodes with bodies (by index).
+type Made<'p> = (Vec<NodeId>, Vec<(usize, Bodies<'p>)>);
+
 /// How a body graph binds to its parent node.
 struct Body {
     parent: NodeId,
@@ -53,11 +65,21 @@ pub(super) struct Importer<'p> {
     pub(super) file: String,
     pub(super) ext: External,
     pub(super) g: ComputeGraph,
-    /// Every value name in the file plus those handed out: fresh value names avoid them.
-    value_names: Fresh,
+    /// Every value name in the file plus those handed out: fresh value names avoid them. Made
+    /// on the first fresh name (a clean model needs none) as the file's names plus `assigned`,
+    /// which is what it would hold had it been made up front.
+    value_names: Option<Fresh<'p>>,
     /// Value names given to outputs so far (`_onnx_name`s are unique over the model).
-    assigned: HashSet<String>,
-    graph_names: Fresh,
+    assigned: HashSet<Cow<'p, str>>,
+    graph_names: Fresh<'p>,
+    /// The model's graph, whose names `value_names` starts from, and its nodes.
+    model_graph: Option<&'p GraphProto>,
+    root_nodes: Nodes<'p>,
+    /// `opsets[""]`, which nearly every node asks for.
+    default_domain_opset: Option<i64>,
+    /// Whether some node of the model's graph has a graph attribute (so that graphs other than
+    /// the root may be imported).
+    has_bodies: bool,
     pub(super) frames: Vec<Frame<'p>>,
     pub(super) parents: Vec<Parent>,
     default_opset: i64,
@@ -80,34 +102,70 @@ fn entries_attr(props: &[StringStringEntryProto]) -> Option<NamedAttrs> {
     Some(na)
 }
 
-/// Collects every value name of `gp` and its bodies.
-fn collect_names<'a>(gp: &'a GraphProto, out: &mut HashSet<&'a str>, depth: usize) {
+/// Where a node is, for messages; formatted only when one is made (not once per node).
+struct NodeAt<'a> {
+    graph: &'a str,
+    name: &'a str,
+    index: usize,
+}
+
+impl fmt::Display for NodeAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let NodeAt { graph, name, index } = self;
+        write!(f, "graph `{graph}` node `{name}` (#{index})")
+    }
+}
+
+/// One attribute of a node, for messages.
+struct AttrAt<'a> {
+    node: &'a NodeAt<'a>,
+    attr: &'a str,
+}
+
+impl fmt::Display for AttrAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} attribute `{}`", self.node, self.attr)
+    }
+}
+
+/// Collects every value name of `gp` (whose nodes are `nodes`) and its bodies.
+fn collect_names<'a>(
+    gp: &'a GraphProto,
+    nodes: Nodes<'a>,
+    out: &mut HashSet<&'a str>,
+    depth: usize,
+) {
     if depth > 256 {
         return;
     }
     let vis = gp.input.iter().chain(&gp.output).chain(&gp.value_info);
     out.extend(vis.map(|v| v.name.as_str()));
     out.extend(gp.initializer.iter().map(|t| t.name.as_str()));
-    for n in &gp.node {
-        out.extend(n.input.iter().chain(&n.output).map(String::as_str));
-        for a in &n.attribute {
+    for n in nodes.iter() {
+        out.extend(n.input().iter().chain(n.output().iter()));
+        for a in n.attribute() {
             for b in a.g.iter().chain(&a.graphs) {
-                collect_names(b, out, depth + 1);
+                collect_names(b, Nodes::Protos(&b.node), out, depth + 1);
             }
         }
     }
 }
+
+/// Graphs with fewer nodes resolve their names before making their nodes, not meanwhile.
+const PARALLEL_NODES: usize = 1024;
 
 fn is_default_domain(d: &str) -> bool {
     d.is_empty() || d == "ai.onnx"
 }
 
 impl<'p> Importer<'p> {
-    pub(super) fn new(file: &str, ext: External, model: &'p ModelProto) -> Self {
-        let mut all = HashSet::new();
-        if let Some(gp) = &model.graph {
-            collect_names(gp, &mut all, 0);
-        }
+    /// `nodes`: the model's graph's nodes when decoding took them apart (the graph has none).
+    pub(super) fn new(
+        file: &str,
+        ext: External,
+        model: &'p ModelProto,
+        nodes: Option<&'p NodeTable<'p>>,
+    ) -> Self {
         let default_opset = model
             .opset_import
             .iter()
@@ -125,13 +183,27 @@ impl<'p> Importer<'p> {
             let v = opsets.entry(d.to_string()).or_insert(o.version);
             *v = (*v).max(o.version);
         }
+        let default_domain_opset = opsets.get("").copied();
+        let root_nodes = match (nodes, &model.graph) {
+            (Some(t), _) => Nodes::Table(t),
+            (None, Some(g)) => Nodes::Protos(&g.node),
+            (None, None) => Nodes::Protos(&[]),
+        };
         Importer {
             file: file.to_string(),
             ext,
             g: ComputeGraph::new(""),
-            value_names: Fresh::with_names(all.into_iter().map(str::to_string).collect()),
+            value_names: None,
             assigned: HashSet::new(),
             graph_names: Fresh::default(),
+            model_graph: model.graph.as_ref(),
+            root_nodes,
+            default_domain_opset,
+            has_bodies: root_nodes.iter().any(|n| {
+                n.attribute()
+                    .iter()
+                    .any(|a| a.g.is_some() || !a.graphs.is_empty())
+            }),
             frames: Vec::new(),
             parents: Vec::new(),
             default_opset,
@@ -172,30 +244,49 @@ impl<'p> Importer<'p> {
         self.g = ComputeGraph::new(name);
         // One allocation for the root's nodes: growing the node table by doubling copies it
         // into fresh pages each time, a tenth of a large import's time.
+        let nodes = self.root_nodes;
         self.g
-            .reserve_nodes(gp.node.len() + gp.input.len() + gp.initializer.len() + 1);
+            .reserve_nodes(nodes.len() + gp.input.len() + gp.initializer.len() + 1);
         self.graph_names.claim(name);
         let root = self.g.root();
         let attrs = self.g.graph_attrs_mut(root).expect("root exists");
         for o in &model.opset_import {
             attrs.set(format!("{}{}", names::OPSET_PREFIX, o.domain), o.version);
         }
-        self.import_graph(gp, root, None)
+        self.import_graph(gp, nodes, root, None)
     }
 
     /// The `_onnx_name` for ONNX value `name`: `name` unless an enclosing or sibling graph
     /// already gave it out.
-    fn value_name(&mut self, name: &str, graph: &str) -> String {
-        if self.assigned.insert(name.to_string()) {
-            self.value_names.claim(name);
+    fn value_name(&mut self, name: &'p str, graph: &str) -> String {
+        if self.assigned.insert(Cow::Borrowed(name)) {
+            if let Some(v) = &mut self.value_names {
+                v.claim(name);
+            }
             return name.to_string();
         }
-        let f = self.value_names.fresh(name);
-        self.assigned.insert(f.clone());
+        let f = self.fresh_value(name);
         self.warnings.push(format!(
             "graph `{graph}`: value `{name}` is also defined in an enclosing or earlier graph; \
              renamed `{f}`"
         ));
+        f
+    }
+
+    /// A fresh value name from `base`, marked used and assigned.
+    fn fresh_value(&mut self, base: &str) -> String {
+        let (graph, nodes, assigned) = (self.model_graph, self.root_nodes, &self.assigned);
+        let names = self.value_names.get_or_insert_with(|| {
+            let mut all = HashSet::new();
+            if let Some(gp) = graph {
+                collect_names(gp, nodes, &mut all, 0);
+            }
+            let mut used: HashSet<Cow<'p, str>> = all.into_iter().map(Cow::Borrowed).collect();
+            used.extend(assigned.iter().cloned());
+            Fresh::with_names(used)
+        });
+        let f = names.fresh(base);
+        self.assigned.insert(Cow::Owned(f.clone()));
         f
     }
 
@@ -215,7 +306,7 @@ impl<'p> Importer<'p> {
         level: usize,
         op: OpDesc,
         data: bool,
-        at: &str,
+        at: &dyn fmt::Display,
     ) -> Result<NodeId> {
         let f = &self.frames[level];
         let (gid, before) = (f.graph, f.insert_before);
@@ -223,7 +314,7 @@ impl<'p> Importer<'p> {
             (true, Some(b)) => self.g.add_node_before(b, op),
             _ => self.g.add_node(gid, op),
         }
-        .map_err(self.ir(at))?;
+        .map_err(|e| self.ir(at.to_string())(e))?;
         let f = &mut self.frames[level];
         if !data && f.insert_before.is_none() {
             f.insert_before = Some(id);
@@ -253,21 +344,32 @@ impl<'p> Importer<'p> {
             desc.attrs_mut().set(names::ONNX_NAME, v);
         }
         op.add_output("", desc).map_err(self.ir(name))?;
-        let id = self.add_node(level, op, true, name)?;
+        let id = self.add_node(level, op, true, &name)?;
         self.g.add_input_node(id).map_err(self.ir(name))?;
         Ok(id)
     }
 
-    fn import_graph(&mut self, gp: &'p GraphProto, gid: GraphId, body: Option<Body>) -> Result<()> {
+    /// Imports graph `gp`, whose nodes are `nodes`, into graph `gid`.
+    fn import_graph(
+        &mut self,
+        gp: &'p GraphProto,
+        nodes: Nodes<'p>,
+        gid: GraphId,
+        body: Option<Body>,
+    ) -> Result<()> {
         let gname = self.g.graph_name(gid).unwrap_or_default().to_string();
         self.frames.push(Frame {
             graph: gid,
-            values: HashMap::with_capacity(gp.node.len() + gp.input.len() + gp.initializer.len()),
+            values: HashMap::with_capacity(nodes.len() + gp.input.len() + gp.initializer.len()),
             forward: false,
             insert_before: None,
             data_count: 0,
         });
         let level = self.frames.len() - 1;
+        if self.has_bodies {
+            self.assigned
+                .reserve(nodes.len() + gp.input.len() + gp.initializer.len());
+        }
         self.set_graph_meta(gid, gp);
         let at_g = |what: String| format!("graph `{gname}` {what}");
 
@@ -372,32 +474,70 @@ impl<'p> Importer<'p> {
                 .push((-1, id.out(0)));
         }
 
-        let (ids, bodies) = self.create_nodes(gp, gid, &gname)?;
-        self.name_outputs(gp, &ids, &gname)?;
-        self.apply_value_info(gp, &gname)?;
+        // The names are resolved (from the file alone) while the nodes are made.
+        let values = std::mem::take(&mut self.frames[level].values);
+        let has_bodies = self.has_bodies;
+        let mut planned = None;
+        let made = if nodes.len() >= PARALLEL_NODES {
+            let to = &mut planned;
+            rayon::in_place_scope(|s| {
+                s.spawn(move |_| *to = Some(plan::plan(gp, nodes, values, has_bodies)));
+                self.create_nodes(nodes, gid, &gname)
+            })
+        } else {
+            planned = Some(plan::plan(gp, nodes, values, has_bodies));
+            self.create_nodes(nodes, gid, &gname)
+        };
+        let (ids, bodies) = made?;
+        let mut plan = planned.expect("planned above");
+        // The frame's values are read again only to tell keepers of a name produced twice, to
+        // resolve in a body (for itself or an outer value) and for this graph's bodies; else
+        // the plan has resolved everything and they are dropped as they are.
+        if plan.shared || level > 0 || !bodies.is_empty() {
+            plan::fix(&mut plan.values, &ids);
+            self.frames[level].values = std::mem::take(&mut plan.values);
+        }
+        let typed = std::mem::replace(&mut plan.typed, Ok(Vec::new()));
+        let touched = self.name_outputs(gp, nodes, &ids, &gname, &mut plan, typed)?;
 
         // Link inputs, then import bodies (their captures see the values before the node).
-        for (i, np) in gp.node.iter().enumerate() {
+        let mut found = plan.inputs.iter();
+        let mut bodies = bodies.iter().peekable();
+        for (i, np) in nodes.iter().enumerate() {
             let id = ids[i];
-            for (k, inp) in np.input.iter().enumerate() {
+            for (k, inp) in np.input().iter().enumerate() {
+                let f = *found.next().expect("one per input");
                 if inp.is_empty() {
                     continue;
                 }
-                let Some(src) = self.resolve(level, inp, i as i64)? else {
+                // A node output no `value_info` typed is a default desc but for its name: so is
+                // the input it feeds, as made.
+                let plain = match f {
+                    Found::Before(plan::Src::Node(p, _)) => !touched[p as usize],
+                    Found::After(plan::Src::Node(p, _)) => level == 0 && !touched[p as usize],
+                    _ => false,
+                };
+                let Some(src) = self.resolve_planned(level, inp, i as i64, f, &ids)? else {
                     return Err(OnnxError::UnknownValue {
                         file: self.file.clone(),
                         at: at_g(format!("node `{}` (#{i}) input {k}", self.g.name_of(id))),
-                        value: inp.clone(),
+                        value: inp.to_string(),
                     });
                 };
-                self.link(src, id, k)?;
+                if plain {
+                    self.g
+                        .link(src, id.input(k))
+                        .map_err(|e| self.ir(self.g.name_of(id))(e))?;
+                } else {
+                    self.link(src, id, k)?;
+                }
             }
-            if !bodies[i].is_empty() {
-                self.import_bodies(id, i as i64, np, &bodies[i])?;
+            if let Some((_, b)) = bodies.next_if(|b| b.0 == i) {
+                self.import_bodies(id, i as i64, np, b)?;
             }
         }
 
-        self.add_net_output(gp, gid, &gname, body.as_ref())?;
+        self.add_net_output(gp, gid, &gname, body.as_ref(), &mut plan, &ids)?;
         if self.frames[level].forward {
             self.sort_graph(gid)?;
         }
@@ -405,129 +545,209 @@ impl<'p> Importer<'p> {
         Ok(())
     }
 
+    /// What `resolve` gives, from the plan's `found` where that is the same: a producer before
+    /// the consumer always is (captures only add producers before the first node, for names
+    /// with none); else in the root, which captures nothing, the planned forward reference; a
+    /// body resolves afresh, where an outer value comes first.
+    fn resolve_planned(
+        &mut self,
+        level: usize,
+        name: &'p str,
+        pos: i64,
+        found: Found,
+        ids: &[NodeId],
+    ) -> Result<Option<OutAnchor>> {
+        match found {
+            Found::Before(s) => Ok(Some(plan::real(s, ids))),
+            _ if level > 0 => self.resolve(level, name, pos),
+            Found::After(s) => {
+                self.frames[level].forward = true;
+                Ok(Some(plan::real(s, ids)))
+            }
+            Found::None => Ok(None),
+        }
+    }
+
     /// Links `src` to `dst`'s input `k`; the input desc takes the producer's desc.
     pub(super) fn link(&mut self, src: OutAnchor, dst: NodeId, k: usize) -> Result<()> {
-        let mut desc = self
+        // The producer's desc less its `_onnx_name`: its attributes are set aside while the rest
+        // is cloned, so that the name (usually its only attribute) is not copied to be dropped.
+        let desc = match self
             .g
-            .op(src.node)
-            .and_then(|o| o.output(src.index as usize))
-            .cloned()
-            .unwrap_or_default();
-        desc.attrs_mut().remove(names::ONNX_NAME);
-        let at = self.g.name_of(dst).to_string();
-        self.g.link(src, dst.input(k)).map_err(self.ir(&at))?;
+            .op_mut(src.node)
+            .and_then(|o| o.output_mut(src.index as usize))
+        {
+            Some(d) => {
+                let attrs = std::mem::take(d.attrs_mut());
+                let mut desc = d.clone();
+                if attrs.len() > usize::from(attrs.contains(names::ONNX_NAME)) {
+                    let mut rest = attrs.clone();
+                    rest.remove(names::ONNX_NAME);
+                    *desc.attrs_mut() = rest;
+                }
+                *d.attrs_mut() = attrs;
+                desc
+            }
+            None => TensorDesc::default(),
+        };
+        self.g
+            .link(src, dst.input(k))
+            .map_err(|e| self.ir(self.g.name_of(dst))(e))?;
         if let Some(d) = self.g.op_mut(dst).and_then(|o| o.input_mut(k)) {
             *d = desc;
         }
         Ok(())
     }
 
-    /// Phase 1: every node of `gp`, unlinked, with its attributes. Returns the node ids and, per
-    /// node, its body graphs in slot order as (slot attr name, subgraph name suffix, graph).
-    #[allow(clippy::type_complexity)]
-    fn create_nodes(
-        &mut self,
-        gp: &'p GraphProto,
-        gid: GraphId,
-        gname: &str,
-    ) -> Result<(Vec<NodeId>, Vec<Vec<(String, String, &'p GraphProto)>>)> {
+    /// Phase 1: every node of `gp`, unlinked, with its attributes. Returns the node ids and the
+    /// nodes with body graphs, by index, each with its bodies in slot order.
+    fn create_nodes(&mut self, nodes: Nodes<'p>, gid: GraphId, gname: &str) -> Result<Made<'p>> {
+        let level = self.frames.len() - 1;
+        let mut ids = Vec::with_capacity(nodes.len());
+        let mut bodies = Vec::new();
         // Names: explicit unique names first, then generated ones for empty or taken names.
-        let mut taken = Fresh::with_names(
-            self.g
-                .nodes_of(gid)
-                .map(|n| self.g.name_of(n).to_string())
-                .collect(),
-        );
-        let mut node_names: Vec<Option<String>> = gp
-            .node
-            .iter()
-            .map(|n| (!n.name.is_empty() && taken.claim(&n.name)).then(|| n.name.clone()))
+        // While every node keeps its own name, the graph's name index (which adding a node
+        // checks anyway) holds the names taken so far: the names below are then what they
+        // would be from the start. A node named like an earlier one ends this.
+        let mut from = 0;
+        if nodes.iter().all(|n| !n.name().is_empty()) {
+            while let Some(np) = nodes.get(from) {
+                match self.make_node(level, gname, from, np, np.name()) {
+                    Ok((id, b)) => {
+                        ids.push(id);
+                        if !b.is_empty() {
+                            bodies.push((from, b));
+                        }
+                        from += 1;
+                    }
+                    // Renamed below, it may fail otherwise or not at all.
+                    Err(_) if self.g.find_node(gid, np.name()).is_some() => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if from == nodes.len() {
+            return Ok((ids, bodies));
+        }
+        let mut taken = Fresh::with_capacity(self.g.node_count(gid) + nodes.len() - from);
+        for n in self.g.nodes_of(gid) {
+            taken.claim_owned(self.g.name_of(n).to_string());
+        }
+        let rest = || nodes.iter().enumerate().skip(from);
+        let explicit: Vec<bool> = rest()
+            .map(|(_, n)| !n.name().is_empty() && taken.claim(n.name()))
             .collect();
-        for (i, n) in gp.node.iter().enumerate() {
-            if node_names[i].is_none() {
-                let name = if n.name.is_empty() {
-                    taken.fresh(&n.op_type)
+        // The nodes that do not keep their own name, in order, with the name they get.
+        let mut renamed: Vec<(usize, String)> = Vec::new();
+        for (i, n) in rest() {
+            if !explicit[i - from] {
+                let name = if n.name().is_empty() {
+                    taken.fresh(n.op_type())
                 } else {
-                    let f = taken.fresh(&n.name);
+                    let f = taken.fresh(n.name());
                     self.warnings.push(format!(
                         "graph `{gname}`: node #{i} is named `{}` like an earlier node, graph \
                          input or initializer; renamed `{f}`",
-                        n.name
+                        n.name()
                     ));
                     f
                 };
-                node_names[i] = Some(name);
+                renamed.push((i, name));
             }
         }
-        let level = self.frames.len() - 1;
-        let mut ids = Vec::with_capacity(gp.node.len());
-        let mut bodies = Vec::with_capacity(gp.node.len());
-        for (i, (np, name)) in gp.node.iter().zip(node_names).enumerate() {
-            let name = name.expect("named above");
-            let at = format!("graph `{gname}` node `{name}` (#{i})");
-            if np.op_type.is_empty() {
-                return Err(self.invalid(at, "the node has no op_type"));
+        let mut renamed = renamed.iter().peekable();
+        for (i, np) in rest() {
+            let name = match renamed.next_if(|r| r.0 == i) {
+                Some((_, n)) => n.as_str(),
+                None => np.name(),
+            };
+            let (id, b) = self.make_node(level, gname, i, np, name)?;
+            ids.push(id);
+            if !b.is_empty() {
+                bodies.push((i, b));
             }
-            let t = np.op_type.as_str();
-            let reserved =
-                op_types::is_data(t) || t == op_types::CONST || t == op_types::NET_OUTPUT;
-            if reserved && is_default_domain(&np.domain) {
-                return Err(OnnxError::Unsupported {
-                    file: self.file.clone(),
-                    at,
-                    what: format!(
-                        "op type `{t}` in the default domain: rge reserves it for graph inputs, \
-                         initializers and outputs"
-                    ),
-                });
-            }
-            let (op, b) = self.node_op(np, name, &at)?;
-            ids.push(self.add_node(level, op, false, &at)?);
-            bodies.push(b);
         }
         Ok((ids, bodies))
     }
 
-    #[allow(clippy::type_complexity)]
+    /// Node `i` of the graph, named `name`, added to frame `level`'s graph.
+    fn make_node(
+        &mut self,
+        level: usize,
+        gname: &str,
+        i: usize,
+        np: NodeRef<'p>,
+        name: &str,
+    ) -> Result<(NodeId, Bodies<'p>)> {
+        let at = NodeAt {
+            graph: gname,
+            name,
+            index: i,
+        };
+        let t = np.op_type();
+        if t.is_empty() {
+            return Err(self.invalid(at.to_string(), "the node has no op_type"));
+        }
+        let reserved = op_types::is_data(t) || t == op_types::CONST || t == op_types::NET_OUTPUT;
+        if reserved && is_default_domain(np.domain()) {
+            return Err(OnnxError::Unsupported {
+                file: self.file.clone(),
+                at: at.to_string(),
+                what: format!(
+                    "op type `{t}` in the default domain: rge reserves it for graph inputs, \
+                     initializers and outputs"
+                ),
+            });
+        }
+        let (op, b) = self.node_op(np, name.to_string(), &at)?;
+        Ok((self.add_node(level, op, false, &at)?, b))
+    }
+
     fn node_op(
         &mut self,
-        np: &'p NodeProto,
+        np: NodeRef<'p>,
         name: String,
-        at: &str,
-    ) -> Result<(OpDesc, Vec<(String, String, &'p GraphProto)>)> {
-        let mut op = OpDesc::new(name, &np.op_type);
-        op.set_domain(np.domain.as_str());
-        op.set_opset(self.opsets.get(op.domain()).copied());
-        for _ in &np.input {
-            op.add_input("", TensorDesc::default())
-                .map_err(self.ir(at))?;
-        }
-        for _ in &np.output {
-            op.add_output("", TensorDesc::default())
-                .map_err(self.ir(at))?;
-        }
+        at: &NodeAt,
+    ) -> Result<(OpDesc, Bodies<'p>)> {
+        // Unnamed ports cannot clash, so `with_ports` is `add_input`/`add_output` without the
+        // name checks.
+        let (ins, outs) = (np.input().len(), np.output().len());
+        let mut op = OpDesc::new(name, np.op_type());
+        op.reserve_ports(ins, outs);
+        let mut op = op.with_ports(ins, outs);
+        op.set_domain(np.domain());
+        let opset = if op.domain().is_empty() {
+            self.default_domain_opset
+        } else {
+            self.opsets.get(op.domain()).copied()
+        };
+        op.set_opset(opset);
         let mut graphs: Vec<(u8, String, String, &'p GraphProto)> = Vec::new();
         let mut lists: Vec<String> = Vec::new();
-        for a in &np.attribute {
-            let aat = format!("{at} attribute `{}`", a.name);
+        for a in np.attribute() {
+            let aat = AttrAt {
+                node: at,
+                attr: &a.name,
+            };
             if a.name.is_empty() {
-                return Err(self.invalid(at, "an attribute has no name"));
+                return Err(self.invalid(at.to_string(), "an attribute has no name"));
             }
             if a.name.starts_with(names::RESERVED_PREFIX) {
-                return Err(
-                    self.invalid(aat, "attribute names starting with `_onnx_` are reserved")
-                );
+                return Err(self.invalid(
+                    aat.to_string(),
+                    "attribute names starting with `_onnx_` are reserved",
+                ));
             }
             if !a.ref_attr_name.is_empty() {
                 return Err(OnnxError::Unsupported {
                     file: self.file.clone(),
-                    at: aat,
+                    at: aat.to_string(),
                     what: "attribute references (ref_attr_name) outside a function".into(),
                 });
             }
             let seen = graphs.iter().any(|g| g.1 == a.name) || lists.contains(&a.name);
             if op.attrs().contains(&a.name) || seen {
-                return Err(self.invalid(aat, "attribute given twice"));
+                return Err(self.invalid(aat.to_string(), "attribute given twice"));
             }
             match attr_from_proto(
                 a,
@@ -562,13 +782,13 @@ impl<'p> Importer<'p> {
         }
         graphs.sort_by_key(|g| g.0);
         let attrs = op.attrs_mut();
-        if !np.overload.is_empty() {
-            attrs.set(names::OVERLOAD, np.overload.clone());
+        if !np.overload().is_empty() {
+            attrs.set(names::OVERLOAD, np.overload());
         }
-        if !np.doc_string.is_empty() {
-            attrs.set(names::DOC_STRING, np.doc_string.clone());
+        if !np.doc_string().is_empty() {
+            attrs.set(names::DOC_STRING, np.doc_string());
         }
-        if let Some(na) = entries_attr(&np.metadata_props) {
+        if let Some(na) = entries_attr(np.metadata_props()) {
             attrs.set(names::METADATA_PROPS, na);
         }
         if !graphs.is_empty() {
@@ -584,83 +804,93 @@ impl<'p> Importer<'p> {
         ))
     }
 
-    /// Registers node outputs as values and gives each its `_onnx_name`. A name produced more
-    /// than once (not SSA) keeps its name on the last producer (or on the graph input or
-    /// initializer of that name); earlier producers get fresh names.
-    fn name_outputs(&mut self, gp: &'p GraphProto, ids: &[NodeId], gname: &str) -> Result<()> {
+    /// Gives each node output its `_onnx_name` (the outputs are in `plan.values` already). A
+    /// name produced more than once (not SSA) keeps its name on the last producer (or on the
+    /// graph input or initializer of that name); earlier producers get fresh names. Then the
+    /// descs `value_info` and the graph's outputs type (`Plan::typed`) replace theirs, keeping
+    /// the name. Returns per node whether one of its output descs was replaced.
+    fn name_outputs(
+        &mut self,
+        gp: &'p GraphProto,
+        nodes: Nodes<'p>,
+        ids: &[NodeId],
+        gname: &str,
+        plan: &mut plan::Plan<'p>,
+        typed: plan::Typed,
+    ) -> Result<Vec<bool>> {
         let level = self.frames.len() - 1;
-        for (i, np) in gp.node.iter().enumerate() {
-            for (j, out) in np.output.iter().enumerate() {
-                if !out.is_empty() {
-                    let e = self.frames[level].values.entry(out.as_str()).or_default();
-                    e.push((i as i64, ids[i].out(j)));
-                }
-            }
-        }
-        for (i, np) in gp.node.iter().enumerate() {
-            for (j, out) in np.output.iter().enumerate() {
+        // A bad type fails the import: raised first, as nothing before it can fail.
+        let typed = typed.map_err(|(k, m)| {
+            let vi = gp
+                .value_info
+                .iter()
+                .chain(&gp.output)
+                .nth(k)
+                .expect("an entry");
+            self.invalid(format!("graph `{gname}` value_info `{}`", vi.name), m)
+        })?;
+        let mut typed = typed.into_iter().peekable();
+        let mut touched = vec![false; nodes.len()];
+        // Where every output keeps its name, its attributes are made already.
+        let mut prepared = std::mem::take(&mut plan.names).into_iter();
+        for (i, np) in nodes.iter().enumerate() {
+            for (j, out) in np.output().iter().enumerate() {
                 if out.is_empty() {
                     continue;
                 }
-                let list = &self.frames[level].values[out.as_str()];
-                let keeper = list.last().map(|p| p.1) == Some(ids[i].out(j)) && list[0].0 >= 0;
-                let count = list.len();
-                let value = if keeper {
-                    self.value_name(out, gname)
+                let attrs = if let Some(a) = prepared.next() {
+                    a
                 } else {
-                    let f = self.value_names.fresh(out);
-                    self.assigned.insert(f.clone());
-                    self.warnings.push(format!(
-                        "graph `{gname}`: value `{out}` is produced {count} times (not SSA); \
-                         the output of node `{}` is renamed `{f}` (a later producer shadows it)",
-                        self.g.name_of(ids[i])
-                    ));
-                    f
+                    let (keeper, count) = if plan.shared {
+                        let list = &self.frames[level].values[out];
+                        let last = list.last().map(|p| p.1) == Some(ids[i].out(j));
+                        (last && list[0].0 >= 0, list.len())
+                    } else {
+                        (true, 1)
+                    };
+                    let value = if keeper && !self.has_bodies {
+                        // With no body graphs this is the only graph, where a keeper's name is
+                        // unique and (being in the file) already avoided by fresh names:
+                        // nothing to record.
+                        out.to_string()
+                    } else if keeper {
+                        self.value_name(out, gname)
+                    } else {
+                        let f = self.fresh_value(out);
+                        self.warnings.push(format!(
+                            "graph `{gname}`: value `{out}` is produced {count} times (not SSA); \
+                             the output of node `{}` is renamed `{f}` (a later producer shadows \
+                             it)",
+                            self.g.name_of(ids[i])
+                        ));
+                        f
+                    };
+                    let mut a = AttrMap::new();
+                    a.set_static(names::ONNX_NAME, value);
+                    a
                 };
-                if let Some(d) = self.g.op_mut(ids[i]).and_then(|o| o.output_mut(j)) {
-                    d.attrs_mut().set(names::ONNX_NAME, value);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `value_info` types go to the producing node's output desc (the producer the name means
-    /// at the end of the graph); then graph output types go to producers still undescribed.
-    /// Names of graph inputs, initializers and outer values are skipped.
-    fn apply_value_info(&mut self, gp: &'p GraphProto, gname: &str) -> Result<()> {
-        let level = self.frames.len() - 1;
-        let infos = gp.value_info.iter().map(|v| (v, true));
-        for (vi, always) in infos.chain(gp.output.iter().map(|v| (v, false))) {
-            let Some(list) = self.frames[level].values.get(vi.name.as_str()) else {
-                continue;
-            };
-            let Some(&(pos, a)) = list.last() else {
-                continue;
-            };
-            if pos < 0 || vi.r#type.is_none() {
-                continue;
-            }
-            let at = format!("graph `{gname}` value_info `{}`", vi.name);
-            let mut desc = desc_from_type(vi.r#type.as_ref()).map_err(|m| self.invalid(at, m))?;
-            if let Some(d) = self
-                .g
-                .op_mut(a.node)
-                .and_then(|o| o.output_mut(a.index as usize))
-            {
-                let described = d.dtype() != rge_ir::DataType::Undefined
-                    || !d.shape().is_scalar()
-                    || d.attrs().contains(names::ONNX_TYPE);
-                if !always && described {
+                let key = (i as u32, j as u32);
+                let Some(d) = self.g.op_mut(ids[i]).and_then(|o| o.output_mut(j)) else {
                     continue;
+                };
+                match typed.next_if(|t| t.0 == key) {
+                    // The typed desc replaces the one made, with the name.
+                    Some((_, mut desc)) => {
+                        if desc.attrs().is_empty() {
+                            *desc.attrs_mut() = attrs;
+                        } else {
+                            let mut attrs = attrs;
+                            let v = attrs.remove(names::ONNX_NAME).expect("named");
+                            desc.attrs_mut().set_static(names::ONNX_NAME, v);
+                        }
+                        *d = desc;
+                        touched[i] = true;
+                    }
+                    None => *d.attrs_mut() = attrs,
                 }
-                if let Some(v) = d.attrs().get(names::ONNX_NAME).cloned() {
-                    desc.attrs_mut().set(names::ONNX_NAME, v);
-                }
-                *d = desc;
             }
         }
-        Ok(())
+        Ok(touched)
     }
 
     /// Body input `i` ↔ parent input: Loop (iter, cond, v…) ↔ (M, cond, v_initial…) one to one;
@@ -689,7 +919,7 @@ impl<'p> Importer<'p> {
         &mut self,
         id: NodeId,
         pos: i64,
-        np: &NodeProto,
+        np: NodeRef<'p>,
         bodies: &[(String, String, &'p GraphProto)],
     ) -> Result<()> {
         self.parents.push(Parent {
@@ -706,20 +936,20 @@ impl<'p> Importer<'p> {
             attrs.set(names::GRAPH_NAME, gp.name.clone());
             let body = Body {
                 parent: id,
-                op_type: np.op_type.clone(),
-                default_domain: is_default_domain(&np.domain),
-                formal_inputs: np.input.len(),
-                outputs: np.output.len(),
+                op_type: np.op_type().to_string(),
+                default_domain: is_default_domain(np.domain()),
+                formal_inputs: np.input().len(),
+                outputs: np.output().len(),
             };
-            self.import_graph(gp, sub, Some(body))?;
+            self.import_graph(gp, Nodes::Protos(&gp.node), sub, Some(body))?;
         }
         let p = self.parents.pop().expect("pushed above");
         if !p.captures.is_empty() {
             if let Some(op) = self.g.op_mut(id) {
                 op.attrs_mut()
-                    .set(names::FORMAL_INPUTS, np.input.len() as i64);
+                    .set(names::FORMAL_INPUTS, np.input().len() as i64);
             }
-            self.canonical_captures(id, np.input.len())?;
+            self.canonical_captures(id, np.input().len())?;
         }
         Ok(())
     }
@@ -732,6 +962,8 @@ impl<'p> Importer<'p> {
         gid: GraphId,
         gname: &str,
         body: Option<&Body>,
+        plan: &mut plan::Plan<'p>,
+        ids: &[NodeId],
     ) -> Result<()> {
         let level = self.frames.len() - 1;
         let mut name = op_types::NET_OUTPUT.to_string();
@@ -741,16 +973,18 @@ impl<'p> Importer<'p> {
             name = format!("{}_{k}", op_types::NET_OUTPUT);
         }
         let mut op = OpDesc::new(&name, op_types::NET_OUTPUT);
-        for (j, vo) in gp.output.iter().enumerate() {
-            let at = format!("graph `{gname}` output `{}`", vo.name);
+        op.reserve_ports(gp.output.len(), 0);
+        let at = |vo: &ValueInfoProto| format!("graph `{gname}` output `{}`", vo.name);
+        let descs = std::mem::take(&mut plan.out_descs);
+        for ((j, vo), desc) in gp.output.iter().enumerate().zip(descs) {
             if vo.name.is_empty() {
-                return Err(self.invalid(at, "a graph output has no name"));
+                return Err(self.invalid(at(vo), "a graph output has no name"));
             }
-            let mut desc = desc_from_type(vo.r#type.as_ref()).map_err(|m| self.invalid(&at, m))?;
+            let mut desc = desc.map_err(|m| self.invalid(at(vo), m))?;
             if let Some(k) = body.and_then(|b| self.output_binding(b, j)) {
                 desc.attrs_mut().set(PARENT_NODE_INDEX, k as i64);
             }
-            op.add_input("", desc).map_err(self.ir(&at))?;
+            op.add_input("", desc).map_err(|e| self.ir(at(vo))(e))?;
         }
         if let Some(b) = body {
             if gp.output.len() > b.outputs && b.outputs == 0 {
@@ -763,18 +997,20 @@ impl<'p> Importer<'p> {
             }
         }
         let id = self.add_node(level, op, false, &name)?;
-        let end = gp.node.len() as i64;
+        let end = ids.len() as i64;
         let mut outs = Vec::with_capacity(gp.output.len());
         for (j, vo) in gp.output.iter().enumerate() {
-            let Some(src) = self.resolve(level, &vo.name, end)? else {
+            let Some(src) = self.resolve_planned(level, &vo.name, end, plan.outputs[j], ids)?
+            else {
                 return Err(OnnxError::UnknownValue {
                     file: self.file.clone(),
                     at: format!("graph `{gname}` output {j}"),
                     value: vo.name.clone(),
                 });
             };
-            let at = format!("graph `{gname}` output `{}`", vo.name);
-            self.g.link(src, id.input(j)).map_err(self.ir(at))?;
+            self.g
+                .link(src, id.input(j))
+                .map_err(|e| self.ir(at(vo))(e))?;
             outs.push((src.node, src.index as u32));
         }
         self.g.set_output_nodes(gid, outs).map_err(self.ir(gname))?;

@@ -19,11 +19,14 @@
 //! ```
 
 mod attrs;
+mod decode;
 mod error;
 mod export;
 mod external;
 mod import;
 pub mod names;
+mod nodes;
+mod plan;
 mod scope;
 mod tensor;
 mod types;
@@ -40,6 +43,7 @@ pub use error::{OnnxError, Result};
 pub use tensor::{decode_strings, encode_strings};
 
 use crate::onnx_proto::{FunctionProto, ModelProto};
+use nodes::NodeTable;
 
 /// An imported ONNX model: the graph and the model-level fields ONNX keeps around it.
 #[derive(Debug, Clone)]
@@ -108,7 +112,7 @@ pub fn tensor_from_proto(
     let mut ext = external::External::new(None);
     let at = tensor::At {
         file: origin,
-        at: "tensor",
+        at: &"tensor",
     };
     tensor::tensor_from_proto(tp, &mut ext, &at)
 }
@@ -124,9 +128,13 @@ pub fn tensor_to_proto(
 /// Reads and imports an ONNX file. External data is resolved in the file's directory.
 pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
     // Mapped, not read: each weight is copied once out of the map, its pages handed back.
-    let (file, model, origin, dir) = open_model(path.as_ref())?;
+    let (file, origin, dir) = open_model(path.as_ref())?;
+    let bytes = file.bytes().clone();
+    let (model, nodes) = decode(&bytes, &origin)?;
     let ext = external::External::new(Some(dir)).with_model_file(file);
-    import_proto_with(&model, &origin, ext)
+    let m = build(&model, nodes.as_ref(), &origin, ext);
+    drop_model(model, nodes);
+    verified(m?, &origin)
 }
 
 /// Reads and imports an ONNX file, leaving its inline weights as slices of the mapped file
@@ -134,14 +142,38 @@ pub fn import_file(path: impl AsRef<Path>) -> Result<OnnxModel> {
 /// that keep only part of each weight (the comm engine's tensor-parallel sharding), so that
 /// the parts another process keeps are never read here; call [`own_weights`] after them.
 pub fn import_file_mapped(path: impl AsRef<Path>) -> Result<(OnnxModel, FileBytes)> {
-    let (file, model, origin, dir) = open_model(path.as_ref())?;
-    let m = import_proto_with(&model, &origin, external::External::new(Some(dir)))?;
-    Ok((m, file))
+    let (file, origin, dir) = open_model(path.as_ref())?;
+    let bytes = file.bytes().clone();
+    let (model, nodes) = decode(&bytes, &origin)?;
+    let m = build(
+        &model,
+        nodes.as_ref(),
+        &origin,
+        external::External::new(Some(dir)),
+    );
+    drop_model(model, nodes);
+    Ok((verified(m?, &origin)?, file))
 }
 
-/// The file mapped, its `ModelProto` decoded from the map, the name for messages and the
-/// directory external data is resolved in.
-fn open_model(path: &Path) -> Result<(FileBytes, ModelProto, String, PathBuf)> {
+/// `bytes` decoded, a large graph's nodes apart (`decode.rs`).
+fn decode<'b>(bytes: &'b Bytes, origin: &str) -> Result<(ModelProto, Option<NodeTable<'b>>)> {
+    decode::decode_model(bytes).map_err(|source| OnnxError::Decode {
+        file: origin.to_string(),
+        source,
+    })
+}
+
+/// Drops a decoded model, a large one on another thread: freeing what is left of it (the
+/// graph's outputs, the nodes decoded whole) is a few milliseconds that nothing waits for.
+fn drop_model(model: ModelProto, nodes: Option<NodeTable<'_>>) {
+    if let Some(t) = nodes {
+        let protos = t.into_protos();
+        rayon::spawn(move || drop((model, protos)));
+    }
+}
+
+/// The file mapped, the name for messages and the directory external data is resolved in.
+fn open_model(path: &Path) -> Result<(FileBytes, String, PathBuf)> {
     let origin = path.display().to_string();
     let file = crate::mmap::open_file(path).map_err(|source| OnnxError::Io {
         file: origin.clone(),
@@ -151,11 +183,7 @@ fn open_model(path: &Path) -> Result<(FileBytes, ModelProto, String, PathBuf)> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let model = ModelProto::decode(file.bytes().clone()).map_err(|source| OnnxError::Decode {
-        file: origin.clone(),
-        source,
-    })?;
-    Ok((file, model, origin, dir))
+    Ok((file, origin, dir))
 }
 
 /// Gives every constant of `graph` (subgraphs too) that is still a slice of `file` its one
@@ -189,11 +217,11 @@ pub fn import_bytes(bytes: Bytes, origin: &str) -> Result<OnnxModel> {
 
 /// Imports a model from memory, resolving external data in `base_dir` (none: refused).
 pub fn import_bytes_in(bytes: Bytes, origin: &str, base_dir: Option<&Path>) -> Result<OnnxModel> {
-    let model = ModelProto::decode(bytes).map_err(|source| OnnxError::Decode {
-        file: origin.to_string(),
-        source,
-    })?;
-    import_proto(&model, origin, base_dir)
+    let (model, nodes) = decode(&bytes, origin)?;
+    let ext = external::External::new(base_dir.map(Path::to_path_buf));
+    let m = build(&model, nodes.as_ref(), origin, ext);
+    drop_model(model, nodes);
+    verified(m?, origin)
 }
 
 /// Imports a decoded `ModelProto` (its `raw_data` buffers are shared, not copied).
@@ -214,14 +242,20 @@ fn import_proto_with(
     origin: &str,
     ext: external::External,
 ) -> Result<OnnxModel> {
-    let mut imp = import::Importer::new(origin, ext, model);
+    verified(build(model, None, origin, ext)?, origin)
+}
+
+/// The model, its graph not yet verified. `nodes`: the model's graph's nodes when `decode`
+/// took them apart.
+fn build(
+    model: &ModelProto,
+    nodes: Option<&NodeTable<'_>>,
+    origin: &str,
+    ext: external::External,
+) -> Result<OnnxModel> {
+    let mut imp = import::Importer::new(origin, ext, model, nodes);
     imp.import_root(model)?;
     let graph = std::mem::take(&mut imp.g);
-    graph.verify().map_err(|source| OnnxError::Ir {
-        file: origin.to_string(),
-        at: format!("graph `{}`", graph.name()),
-        source: Box::new(source),
-    })?;
     Ok(OnnxModel {
         graph,
         ir_version: model.ir_version,
@@ -243,6 +277,16 @@ fn import_proto_with(
         functions: model.functions.clone(),
         warnings: imp.warnings,
     })
+}
+
+/// `m` once its graph passes `verify()`.
+fn verified(m: OnnxModel, origin: &str) -> Result<OnnxModel> {
+    m.graph.verify().map_err(|source| OnnxError::Ir {
+        file: origin.to_string(),
+        at: format!("graph `{}`", m.graph.name()),
+        source: Box::new(source),
+    })?;
+    Ok(m)
 }
 
 /// What [`export`] writes: an imported model, or a bare graph (versions then come from the

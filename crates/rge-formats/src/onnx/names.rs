@@ -1,6 +1,8 @@
 //! Attribute names rge uses to keep what ONNX has and rge-ir has no field for, so that export
 //! gives the model back. All start with `_onnx_`; an ONNX attribute with that prefix is refused.
 
+use std::borrow::Cow;
+
 use hashbrown::HashSet;
 
 /// Output desc: the ONNX value name of this output (absent for an omitted optional output).
@@ -37,22 +39,37 @@ pub const TYPE_PROTO: &str = "onnx.TypeProto";
 /// `NamedAttrs` name of a sparse tensor (attrs `values`, `indices`: tensors; `dims`: ints).
 pub const SPARSE_TENSOR: &str = "onnx.SparseTensorProto";
 
-/// Hands out names not in a set, as `<base>_<k>` with the smallest free k ≥ 1.
+/// Hands out names not in a set, as `<base>_<k>` with the smallest free k ≥ 1. Names claimed
+/// from a borrowed source (the decoded model) are not copied.
 #[derive(Debug, Default)]
-pub(crate) struct Fresh {
-    used: HashSet<String>,
+pub(crate) struct Fresh<'a> {
+    used: HashSet<Cow<'a, str>>,
 }
 
-impl Fresh {
-    pub(crate) fn with_names(used: HashSet<String>) -> Self {
+impl<'a> Fresh<'a> {
+    pub(crate) fn with_names(used: HashSet<Cow<'a, str>>) -> Self {
         Fresh { used }
     }
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Fresh {
+            used: HashSet::with_capacity(n),
+        }
+    }
     /// Marks `name` used; false if it already was.
-    pub(crate) fn claim(&mut self, name: &str) -> bool {
+    pub(crate) fn claim(&mut self, name: &'a str) -> bool {
         if self.used.contains(name) {
             false
         } else {
-            self.used.insert(name.to_string());
+            self.used.insert(Cow::Borrowed(name));
+            true
+        }
+    }
+    /// Marks an owned `name` used (no copy); false if it already was.
+    pub(crate) fn claim_owned(&mut self, name: String) -> bool {
+        if self.used.contains(name.as_str()) {
+            false
+        } else {
+            self.used.insert(Cow::Owned(name));
             true
         }
     }
@@ -61,8 +78,8 @@ impl Fresh {
         let mut k = 1usize;
         loop {
             let c = format!("{base}_{k}");
-            if !self.used.contains(&c) {
-                self.used.insert(c.clone());
+            if !self.used.contains(c.as_str()) {
+                self.used.insert(Cow::Owned(c.clone()));
                 return c;
             }
             k += 1;
@@ -70,7 +87,7 @@ impl Fresh {
     }
     /// `name` if free, else a fresh one; marked used either way.
     pub(crate) fn take(&mut self, name: &str) -> String {
-        if self.claim(name) {
+        if self.claim_owned(name.to_string()) {
             name.to_string()
         } else {
             self.fresh(name)

@@ -21,7 +21,8 @@ const EXTERNAL: i32 = 1;
 /// Where a tensor is, for messages: the file and a location such as "initializer `W`".
 pub(crate) struct At<'a> {
     pub file: &'a str,
-    pub at: &'a str,
+    /// Formatted only for a message: an import passes one per attribute.
+    pub at: &'a dyn std::fmt::Display,
 }
 
 impl At<'_> {
