@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rge_compiler::partition::{
-    ge_merge_clusters, merge_clusters, partition, DenseGraph, PartitionMode,
+    dense_graph, ge_merge_clusters, merge_clusters, partition, PartitionMode,
 };
 use rge_compiler::{place, CompileOptions, EngineManager};
 use rge_engine::{BasicEngine, EngineAttributes, TableStore};
@@ -428,7 +428,7 @@ fn main() {
         for n in [2_000usize, 4_000, 8_000, 16_000, 32_000] {
             let mut g = build(shape, n, &mut rng);
             place(&mut g, &m, &o).unwrap();
-            let dense = DenseGraph::new(&g, g.root()).unwrap();
+            let dense = dense_graph(&g, g.root()).unwrap();
             let mut names = std::collections::HashMap::new();
             let keys: Vec<u32> = dense
                 .ids

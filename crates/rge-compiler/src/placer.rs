@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
 use rge_engine::Support;
-use rge_ir::{AttrValue, ComputeGraph, NodeId, OpDesc};
+use rge_ir::{AttrValue, ComputeGraph, GraphId, NodeId, OpDesc};
 
 use crate::attr_names::{
     LXFUSION_ENGINE_NAME, LXFUSION_OP_KERNEL_LIB_NAME, OP_KERNEL_LIB_NAME, SPECIFIED_ENGINE_NAME,
@@ -207,9 +207,31 @@ impl<'a> Placer<'a> {
     /// [`Placer::run`] on the nodes `known` does not place (what an optimizer added), the
     /// others left as they are: a merge after the fused stage places its few new nodes
     /// without re-deciding and re-recording the whole graph (150 ms of a 100k-node compile).
+    ///
+    /// The new nodes are found by one sweep of the node table (storage order: following the
+    /// graph's order is a cache miss per node), keeping those of the root graph and the
+    /// subgraphs it owns.
     pub fn run_new(&self, graph: &mut ComputeGraph, known: &Placement) -> CompileResult<Placement> {
-        let mut order = graph.all_nodes(graph.root());
-        order.retain(|&n| known.get(n).is_none());
+        let root = graph.root();
+        let g: &ComputeGraph = graph;
+        let under_root = |mut at: GraphId| {
+            // The verifier rejects ownership cycles; the bound keeps a broken graph finite.
+            for _ in 0..1024 {
+                if at == root {
+                    return true;
+                }
+                match g.parent_graph(at) {
+                    Some(p) => at = p,
+                    None => return false,
+                }
+            }
+            false
+        };
+        let order: Vec<NodeId> = g
+            .nodes_unordered()
+            .filter(|&(n, node)| known.get(n).is_none() && under_root(node.graph()))
+            .map(|(n, _)| n)
+            .collect();
         self.run_on(graph, order)
     }
 

@@ -13,6 +13,7 @@
 //! Add Sub Mul Div Pow PRelu, Max/Min of two inputs, Clip with bound inputs as Max/Min), placed
 //! on `vector`, fully known output shape, no control edge, one output.
 
+use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
 use rge_ir::{AttrMap, AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet};
@@ -42,12 +43,10 @@ fn has_known_f32_output(op: &OpDesc) -> bool {
         .is_some_and(|d| d.dtype() == DataType::Float && d.shape().is_fully_known())
 }
 
-fn known_dims(op: &OpDesc) -> Option<Vec<usize>> {
+/// The dims of `op`'s first output when it is f32 with a fully known shape.
+fn known_dims(op: &OpDesc) -> Option<&[i64]> {
     let d = op.output(0)?;
-    if !has_known_f32_output(op) {
-        return None;
-    }
-    Some(d.shape().dims().iter().map(|&x| x as usize).collect())
+    has_known_f32_output(op).then(|| d.shape().dims())
 }
 
 /// What `n` computes, if the fused kernel runs it.
@@ -104,48 +103,22 @@ fn elem_of(g: &ComputeGraph, n: NodeId) -> Option<Elem> {
     None
 }
 
-/// The root graph's nodes in topological order (data edges).
+/// The root graph's nodes in topological order (its shared topology; a graph with a cycle
+/// has no regions).
 fn topo(g: &ComputeGraph) -> Vec<NodeId> {
-    let nodes: Vec<NodeId> = g.nodes_of(g.root()).collect();
-    let mut indeg: SecondaryMap<NodeId, usize> = SecondaryMap::with_capacity(nodes.len());
-    for &n in &nodes {
-        indeg.insert(n, 0);
-    }
-    for &n in &nodes {
-        let Some(node) = g.node(n) else { continue };
-        let d = (0..node.in_data_count())
-            .filter_map(|i| node.peer_of_input(i))
-            .filter(|p| indeg.contains_key(p.node))
-            .count();
-        indeg[n] = d;
-    }
-    let mut ready: Vec<NodeId> = nodes.iter().copied().filter(|&n| indeg[n] == 0).collect();
-    let mut order = Vec::with_capacity(nodes.len());
-    while let Some(n) = ready.pop() {
-        order.push(n);
-        let Some(node) = g.node(n) else { continue };
-        for o in 0..node.out_data_count() {
-            for r in node.peers_of_output(o) {
-                if let Some(d) = indeg.get_mut(r.node) {
-                    *d -= 1;
-                    if *d == 0 {
-                        ready.push(r.node);
-                    }
-                }
-            }
-        }
-    }
-    order
+    g.topology(g.root())
+        .map(|t| t.ids.clone())
+        .unwrap_or_default()
 }
 
-/// Whether input `shape` is read directly by the kernel for an output of `out`.
-fn direct_operand(shape: &[usize], out: &[usize]) -> bool {
-    let n: usize = shape.iter().product();
-    let total: usize = out.iter().product();
+/// Whether input `shape` (fully known) is read directly by the kernel for an output of `out`.
+fn direct_operand(shape: &[i64], out: &[i64]) -> bool {
+    let n: i64 = shape.iter().product();
+    let total: i64 = out.iter().product();
     if n == 1 || n == total {
         return true;
     }
-    let s: &[usize] = match shape.iter().position(|&d| d != 1) {
+    let s: &[i64] = match shape.iter().position(|&d| d != 1) {
         Some(k) => &shape[k..],
         None => &[],
     };
@@ -175,10 +148,16 @@ pub struct RegionFinder {
 impl RegionFinder {
     pub fn new(g: &ComputeGraph) -> Self {
         let order = topo(g);
+        // Read-only per node: on the session's threads (a cache miss or two per node).
+        let elems: Vec<Option<Elem>> = order
+            .par_iter()
+            .with_min_len(PARALLEL_MIN)
+            .map(|&n| elem_of(g, n))
+            .collect();
         let mut state: State = SecondaryMap::with_capacity(order.len());
-        for (i, &n) in order.iter().enumerate() {
+        for (i, (&n, elem)) in order.iter().zip(elems).enumerate() {
             // Ranks fit 32 bits: a graph's node ids do.
-            state.insert(n, (elem_of(g, n), NONE, i as u32));
+            state.insert(n, (elem, NONE, i as u32));
         }
         for &(n, _) in g.output_nodes(g.root()) {
             // A graph output stays materialized: it is never a region's inner node.
@@ -192,11 +171,14 @@ impl RegionFinder {
 
     /// The next patches, at most `max` (empty when every region is found). `g` is the graph
     /// with every patch given before applied.
+    ///
+    /// Regions are found one after another (each changes which nodes later ones may take),
+    /// then their patches are built on the session's threads: building (the program, the
+    /// new op and its descs) is most of the work, and reads only the graph.
     pub fn next_batch(&mut self, g: &ComputeGraph, max: usize) -> Result<Vec<GraphPatch>, String> {
-        let mut patches = Vec::new();
-        let mut members: Vec<NodeId> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         let mut work = Vec::new();
-        while self.left > 0 && patches.len() < max {
+        while self.left > 0 && found.len() < max {
             self.left -= 1;
             let (r, root) = (self.left as u32, self.order[self.left]);
             let state = &mut self.state;
@@ -209,8 +191,7 @@ impl RegionFinder {
             let in_region = |state: &State, n: NodeId| state.get(n).is_some_and(|s| s.1 == r);
             let was = state[root].1;
             state[root].1 = r;
-            members.clear();
-            members.push(root);
+            let mut members = vec![root];
             work.push(root);
             while let Some(m) = work.pop() {
                 let Some(node) = g.node(m) else { continue };
@@ -230,26 +211,85 @@ impl RegionFinder {
                     }
                 }
             }
-            let built = if members.len() < 2 {
-                None
-            } else {
+            if members.len() >= 2 && operands_direct(g, root, &members, state, r) {
                 members.sort_by_key(|&n| state[n].2);
-                build(g, root, &members, state)?
-            };
-            match built {
+                found.push(Found { root, was, members });
+            } else {
+                // Not fused: its nodes may still join later regions (the root as an inner
+                // node).
+                release(state, root, was, &members);
+            }
+        }
+        let state = &self.state;
+        let built: Vec<Result<Option<GraphPatch>, String>> = found
+            .par_iter()
+            .with_min_len(PARALLEL_MIN / 16)
+            .map(|f| build(g, f.root, &f.members, state))
+            .collect();
+        let mut patches = Vec::with_capacity(built.len());
+        for (k, b) in built.into_iter().enumerate() {
+            match b? {
                 Some(p) => patches.push(p),
                 None => {
-                    // Not fused: its nodes may still join later regions (the root as an inner
-                    // node).
-                    for &m in &members {
-                        state[m].1 = NONE;
+                    // `operands_direct` should have kept this region out; its nodes and those
+                    // of every later region are released, and the search resumes after its
+                    // root (the later regions may then take its nodes).
+                    for f in found[k..].iter().rev() {
+                        release(&mut self.state, f.root, f.was, &f.members);
                     }
-                    state[root].1 = was;
+                    self.left = self.state[found[k].root].2 as usize;
+                    break;
                 }
             }
         }
         Ok(patches)
     }
+}
+
+/// A region found, its patch not yet built: its root, the root's state before, and its
+/// members in topological order.
+struct Found {
+    root: NodeId,
+    was: u32,
+    members: Vec<NodeId>,
+}
+
+/// Undoes a region: its members become free again, its root as it was.
+fn release(state: &mut State, root: NodeId, was: u32, members: &[NodeId]) {
+    for &m in members {
+        state[m].1 = NONE;
+    }
+    state[root].1 = was;
+}
+
+/// Below this many items a parallel map runs on one thread.
+const PARALLEL_MIN: usize = 2048;
+
+/// Whether every value region `r` reads from outside is one the kernel reads directly for
+/// the root's output (what [`build`] checks, without building anything).
+fn operands_direct(
+    g: &ComputeGraph,
+    root: NodeId,
+    members: &[NodeId],
+    state: &State,
+    r: u32,
+) -> bool {
+    let Some(out) = g.op(root).and_then(known_dims) else {
+        return false;
+    };
+    members.iter().all(|&m| {
+        let (Some(node), Some(op)) = (g.node(m), g.op(m)) else {
+            return false;
+        };
+        (0..node.in_data_count()).all(|i| match node.peer_of_input(i) {
+            None => true,
+            Some(p) if state.get(p.node).is_some_and(|s| s.1 == r) => true,
+            Some(_) => op
+                .input(i)
+                .map(|d| d.shape())
+                .is_some_and(|s| s.is_fully_known() && direct_operand(s.dims(), out)),
+        })
+    })
 }
 
 /// Appends the instructions of one node (`arg(i)`: its input `i` as an operand, `None` when
@@ -319,20 +359,19 @@ fn build(
             let k = match inputs.iter().position(|x| *x == v) {
                 Some(k) => k,
                 None => {
-                    let desc = op.input(i).cloned().unwrap_or_default();
-                    if !desc.shape().is_fully_known() {
-                        return Err(String::new());
-                    }
-                    let dims: Vec<usize> =
-                        desc.shape().dims().iter().map(|&d| d as usize).collect();
-                    if !direct_operand(&dims, &out_dims) {
+                    let desc = op.input(i);
+                    let shape = desc.map(|d| d.shape());
+                    if !shape
+                        .is_some_and(|s| s.is_fully_known() && direct_operand(s.dims(), out_dims))
+                    {
                         return Err(String::new());
                     }
                     let pdesc = g
                         .op(p.node)
                         .and_then(|o| o.output(v.1))
+                        .or(desc)
                         .cloned()
-                        .unwrap_or(desc);
+                        .unwrap_or_default();
                     inputs.push(v);
                     input_descs.push(pdesc);
                     inputs.len() - 1

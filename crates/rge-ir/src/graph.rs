@@ -105,6 +105,11 @@ pub struct ComputeGraph {
     /// Topological ranks kept for patches (`patch_ranks`): invalidated by every edit that adds
     /// a link, kept valid by the patches themselves.
     pub(crate) topo_ranks: crate::patch_ranks::TopoRanks,
+    /// Bumped by every structural edit (`touch`): what the cached topologies are checked
+    /// against.
+    pub(crate) revision: u64,
+    /// The topologies of the current revision (`topology.rs`).
+    pub(crate) topology: crate::topology::TopologyCache,
 }
 
 impl Default for ComputeGraph {
@@ -128,6 +133,8 @@ impl ComputeGraph {
             subgraph_names: HashMap::new(),
             hasher: DefaultHashBuilder::default(),
             topo_ranks: Default::default(),
+            revision: 0,
+            topology: Default::default(),
         }
     }
 
@@ -213,6 +220,7 @@ impl ComputeGraph {
             });
         }
         let hash = self.hash_name(op.name());
+        self.touch();
         let id = self.nodes.insert(Node::new(op, g));
         let (nodes, hasher) = (&self.nodes, &self.hasher);
         self.graphs[g]
@@ -466,6 +474,7 @@ impl ComputeGraph {
         for s in nested {
             self.remove_subgraph(s)?;
         }
+        self.touch();
         let nodes: Vec<NodeId> = self.nodes_of(g).collect();
         for n in nodes {
             self.nodes.remove(n);

@@ -134,6 +134,7 @@ impl ComputeGraph {
 
     /// Removes `n` after unlinking it, without any bypass.
     pub fn remove_node_unlinked(&mut self, n: NodeId) -> Result<OpDesc> {
+        self.touch();
         self.node_ref(n)?;
         Ok(self.remove_isolated_or_not(n))
     }
@@ -229,6 +230,7 @@ impl ComputeGraph {
 
     /// Adds an input desc and its in-data anchor at the end of `n`'s inputs. Returns its index.
     pub fn append_input(&mut self, n: NodeId, name: &str, desc: TensorDesc) -> Result<usize> {
+        self.touch();
         self.node_ref(n)?;
         let node = &mut self.nodes[n];
         let i = node.op.add_input(name, desc)?;
@@ -238,6 +240,7 @@ impl ComputeGraph {
 
     /// Adds an output desc and its out-data anchor at the end of `n`'s outputs.
     pub fn append_output(&mut self, n: NodeId, name: &str, desc: TensorDesc) -> Result<usize> {
+        self.touch();
         self.node_ref(n)?;
         let node = &mut self.nodes[n];
         let i = node.op.add_output(name, desc)?;
@@ -262,6 +265,7 @@ impl ComputeGraph {
 
     /// Removes input `index` (its link too); later in-data anchors move down one.
     pub fn remove_input(&mut self, n: NodeId, index: usize) -> Result<TensorDesc> {
+        self.touch();
         let node = self.node_ref(n)?;
         if index >= node.in_data.len() {
             return Err(IrError::AnchorOutOfRange {
@@ -283,6 +287,7 @@ impl ComputeGraph {
     /// Shifts, by `delta`, every producer's reference to an in-data anchor of `n` whose index
     /// is at least `from` (before the anchors themselves move).
     fn shift_in_anchor_refs(&mut self, n: NodeId, from: usize, delta: i32) {
+        self.touch();
         let mut producers: Vec<NodeId> = self.nodes[n].in_data[from..]
             .iter()
             .flatten()

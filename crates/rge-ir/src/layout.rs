@@ -7,6 +7,7 @@ use crate::node::NodeId;
 
 impl ComputeGraph {
     pub(crate) fn layout_push_back(&mut self, g: GraphId, n: NodeId) {
+        self.touch();
         let last = self.graphs[g].last;
         {
             let node = &mut self.nodes[n];
@@ -23,6 +24,7 @@ impl ComputeGraph {
     }
 
     pub(crate) fn layout_remove(&mut self, n: NodeId) {
+        self.touch();
         let (g, prev, next) = {
             let node = &self.nodes[n];
             (node.graph, node.prev, node.next)
@@ -43,6 +45,7 @@ impl ComputeGraph {
 
     /// Links the unplaced node `n` right before `before` (same graph).
     pub(crate) fn layout_insert_before(&mut self, before: NodeId, n: NodeId) {
+        self.touch();
         let g = self.nodes[before].graph;
         let prev = self.nodes[before].prev;
         {
@@ -59,6 +62,7 @@ impl ComputeGraph {
     }
 
     pub(crate) fn layout_insert_after(&mut self, after: NodeId, n: NodeId) {
+        self.touch();
         match self.nodes[after].next {
             Some(next) => self.layout_insert_before(next, n),
             None => {
@@ -70,6 +74,7 @@ impl ComputeGraph {
 
     /// Moves `n` to just before `before` in the order (both in one graph).
     pub fn move_node_before(&mut self, n: NodeId, before: NodeId) -> Result<()> {
+        self.touch();
         self.check_same_graph_order(n, before)?;
         if n != before {
             self.layout_remove(n);
@@ -80,6 +85,7 @@ impl ComputeGraph {
 
     /// Moves `n` to just after `after` in the order (both in one graph).
     pub fn move_node_after(&mut self, n: NodeId, after: NodeId) -> Result<()> {
+        self.touch();
         self.check_same_graph_order(n, after)?;
         if n != after {
             self.layout_remove(n);
@@ -103,6 +109,7 @@ impl ComputeGraph {
 
     /// Replaces graph `g`'s order by `order`, which must hold exactly its nodes.
     pub fn set_node_order(&mut self, g: GraphId, order: &[NodeId]) -> Result<()> {
+        self.touch();
         let d = self.gdata(g)?;
         if order.len() != d.len {
             return Err(IrError::Verify(format!(
@@ -129,6 +136,7 @@ impl ComputeGraph {
 
     /// Relinks the order list from a checked permutation.
     pub(crate) fn relink_order(&mut self, g: GraphId, order: &[NodeId]) {
+        self.touch();
         let mut prev: Option<NodeId> = None;
         for &n in order {
             let node = &mut self.nodes[n];

@@ -25,6 +25,7 @@ pub mod string_data;
 mod subgraph;
 pub mod tensor;
 pub mod tensor_desc;
+pub mod topology;
 pub mod verify;
 
 pub use attr::{AttrMap, AttrValue, FromAttr, HasAttrs, NamedAttrs};
@@ -39,6 +40,7 @@ pub use shape::{Shape, ShapeRange, UNKNOWN_DIM, UNKNOWN_RANK};
 pub use sort::{SortMode, SortOptions};
 pub use tensor::Tensor;
 pub use tensor_desc::{DeviceType, TensorDesc};
+pub use topology::{Csr, Topology};
 
 /// Op type names the IR itself gives meaning to.
 pub mod op_types {

@@ -123,6 +123,7 @@ impl ComputeGraph {
     }
 
     pub(crate) fn link_unchecked(&mut self, src: OutAnchor, dst: InAnchor) {
+        self.touch();
         self.topo_ranks.invalidate();
         let s = &mut self.nodes[src.node];
         if src.index == CONTROL_INDEX {
@@ -160,6 +161,7 @@ impl ComputeGraph {
     }
 
     pub(crate) fn unlink_unchecked(&mut self, src: OutAnchor, dst: InAnchor) {
+        self.touch();
         let s = &mut self.nodes[src.node];
         let list = if src.index == CONTROL_INDEX {
             s.ctrl_out_mut()
@@ -227,6 +229,7 @@ impl ComputeGraph {
             )));
         }
         self.topo_ranks.invalidate();
+        self.touch();
         // src's peer slot that pointed at dst now points at the new node's input.
         let s = &mut self.nodes[src.node];
         let list = if src.is_control() {
@@ -315,6 +318,7 @@ impl ComputeGraph {
             return Err(self.link_error(src, new_dst, true));
         }
         self.topo_ranks.invalidate();
+        self.touch();
         let s = &mut self.nodes[src.node];
         let list = if src.is_control() {
             s.ctrl_out_mut()
@@ -341,6 +345,7 @@ impl ComputeGraph {
     /// Moves every consumer of `from`'s outputs (data by index, and control) to `to`
     /// (GE's MoveOutputEdges). `to` must have at least as many outputs as are in use.
     pub fn move_output_edges(&mut self, from: NodeId, to: NodeId) -> Result<()> {
+        self.touch();
         let f = self.node_ref(from)?;
         let t = self.node_ref(to)?;
         self.check_same_graph(from, to)?;

@@ -55,37 +55,16 @@ impl TopoRanks {
         self.cyclic = None;
     }
 
-    /// Kahn's algorithm over data and control links.
+    /// From the graph's shared topology (data and control links): spaced ranks in its order.
     fn compute(&mut self, graph: &ComputeGraph, g: GraphId) -> Option<()> {
         self.graph = None;
         self.rank.clear();
-        let data = graph.graphs.get(g)?;
-        let mut indeg: SecondaryMap<NodeId, u32> = SecondaryMap::with_capacity(data.len);
-        let mut ready = Vec::new();
-        for n in graph.nodes_of(g) {
-            let c = graph.nodes[n].in_link_count() as u32;
-            indeg.insert(n, c);
-            if c == 0 {
-                ready.push(n);
-            }
-        }
-        let mut next = 1u64;
-        while let Some(n) = ready.pop() {
-            self.rank.insert(n, next * SPACING);
-            next += 1;
-            for p in graph.nodes[n].all_out_peers() {
-                if let Some(c) = indeg.get_mut(p.node) {
-                    *c -= 1;
-                    if *c == 0 {
-                        ready.push(p.node);
-                    }
-                }
-            }
-        }
-        if self.rank.len() != indeg.len() {
-            self.rank.clear();
+        let Ok(t) = graph.topology(g) else {
             self.cyclic = Some(g);
             return None;
+        };
+        for (i, &n) in t.ids.iter().enumerate() {
+            self.rank.insert(n, (i as u64 + 1) * SPACING);
         }
         self.graph = Some(g);
         Some(())

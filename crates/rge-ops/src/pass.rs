@@ -13,7 +13,6 @@ use rge_ir::attr_names::PARENT_NODE_INDEX;
 use rge_ir::{
     op_types, AttrMap, ComputeGraph, DataType, Format, GraphId, NodeId, Shape, TensorDesc,
 };
-use slotmap::SecondaryMap;
 
 use crate::ctx::{InferCtx, SubgraphInfer, TensorInfo, ValueKind, VALUE_KIND_ATTR};
 use crate::error::{OpError, OpResult, OpsError};
@@ -183,51 +182,22 @@ fn write_desc(d: &mut TensorDesc, info: &TensorInfo) {
     }
 }
 
-/// Graph `g`'s nodes in a topological order (data and control links); an error on a cycle.
+/// Graph `g`'s nodes in a topological order (data and control links): the graph's shared
+/// topology (`ComputeGraph::topology`); an error on a cycle.
 pub fn topo_order(graph: &ComputeGraph, g: GraphId) -> Result<Vec<NodeId>, OpsError> {
-    let nodes: Vec<NodeId> = graph.nodes_of(g).collect();
-    // Fast path: frontends usually leave the graph in a topological order already.
-    if graph.is_topological(&nodes) {
-        return Ok(nodes);
-    }
-    let mut indeg: SecondaryMap<NodeId, u32> = SecondaryMap::with_capacity(nodes.len());
-    let mut ready = Vec::with_capacity(nodes.len());
-    for &n in &nodes {
-        let c = graph.node(n).expect("live").in_link_count() as u32;
-        indeg.insert(n, c);
-        if c == 0 {
-            ready.push(n);
-        }
-    }
-    // Keep the graph's own order among ready nodes: process as a queue.
-    let mut order = Vec::with_capacity(nodes.len());
-    let mut head = 0;
-    while head < ready.len() {
-        let n = ready[head];
-        head += 1;
-        order.push(n);
-        for p in graph.node(n).expect("live").all_out_peers() {
-            if let Some(c) = indeg.get_mut(p.node) {
-                *c -= 1;
-                if *c == 0 {
-                    ready.push(p.node);
-                }
-            }
-        }
-    }
-    if order.len() != nodes.len() {
-        let stuck: Vec<&str> = nodes
-            .iter()
-            .filter(|&&n| indeg.get(n).is_some_and(|&c| c > 0))
-            .take(5)
-            .map(|&n| graph.name_of(n))
-            .collect();
-        return Err(OpsError::Graph {
+    match graph.topology(g) {
+        Ok(t) => Ok(t.ids.clone()),
+        Err(e) => Err(OpsError::Graph {
             graph: graph.graph_name(g).unwrap_or("?").to_string(),
-            message: format!("has a cycle (through {})", stuck.join(", ")),
-        });
+            message: match e {
+                rge_ir::IrError::Cycle { nodes, .. } => {
+                    let shown: Vec<&str> = nodes.iter().take(5).map(String::as_str).collect();
+                    format!("has a cycle (through {})", shown.join(", "))
+                }
+                other => other.to_string(),
+            },
+        }),
     }
-    Ok(order)
 }
 
 struct Pass<'r> {

@@ -206,48 +206,66 @@ impl EngineSet {
 }
 
 /// Records on every node with a kernel the definition its engine selects (`_rge_kernel`); a
-/// node its engine cannot run is an error naming both.
+/// node its engine cannot run is an error naming both (the first such node in graph order).
+///
+/// The selections are read-only, so they run on the session's threads; the names are then
+/// recorded in order.
 fn select_kernels(g: &mut rge_ir::ComputeGraph, manager: &EngineManager) -> Result<(), String> {
+    use rayon::prelude::*;
     let graphs: Vec<rge_ir::GraphId> = std::iter::once(g.root())
         .chain(g.subgraphs().iter().copied())
         .collect();
     for gid in graphs {
-        for n in g.nodes_of(gid).collect::<Vec<_>>() {
-            let Some(op) = g.op(n) else { continue };
-            if op.op_type() == crate::transfer::TRANSFER_OP {
-                continue;
-            }
-            let engine_name = crate::lower::effective_engine(op);
-            let Some(engine) = manager.get(engine_name) else {
-                return Err(format!(
-                    "node `{}` is placed on engine `{engine_name}`, which is not registered",
-                    op.name()
-                ));
-            };
-            let Some(set) = engine.kernel_store().and_then(|s| s.kernel_set()) else {
-                continue;
-            };
-            if !set.has_op(rge_engine::op_domain(op), op.op_type()) {
-                // Lowered without a kernel (graph I/O, constants, boundaries).
-                continue;
-            }
-            let name = set
-                .select(op, rge_engine::op_domain(op), rge_engine::op_opset(op))
-                .map_err(|why| {
-                    format!(
-                        "node `{}` ({}): engine `{engine_name}` cannot run it: {why}",
-                        op.name(),
-                        op.op_type()
-                    )
-                })?
-                .name
-                .clone();
-            if let Some(op) = g.op_mut(n) {
-                op.attrs_mut().set(crate::lower::KERNEL_ATTR, name);
+        let nodes: Vec<rge_ir::NodeId> = g.nodes_of(gid).collect();
+        let graph: &rge_ir::ComputeGraph = g;
+        let selected: Vec<Result<Option<String>, String>> = nodes
+            .par_iter()
+            .with_min_len(1024)
+            .map(|&n| selected_kernel(graph, n, manager))
+            .collect();
+        for (&n, name) in nodes.iter().zip(selected) {
+            if let (Some(name), Some(op)) = (name?, g.op_mut(n)) {
+                op.attrs_mut().set_static(crate::lower::KERNEL_ATTR, name);
             }
         }
     }
     Ok(())
+}
+
+/// The name of the kernel definition that runs node `n`, or `None` for a node lowered without
+/// one (graph I/O, constants, boundaries, transfers).
+fn selected_kernel(
+    g: &rge_ir::ComputeGraph,
+    n: rge_ir::NodeId,
+    manager: &EngineManager,
+) -> Result<Option<String>, String> {
+    let Some(op) = g.op(n) else { return Ok(None) };
+    if op.op_type() == crate::transfer::TRANSFER_OP {
+        return Ok(None);
+    }
+    let engine_name = crate::lower::effective_engine(op);
+    let Some(engine) = manager.get(engine_name) else {
+        return Err(format!(
+            "node `{}` is placed on engine `{engine_name}`, which is not registered",
+            op.name()
+        ));
+    };
+    let Some(set) = engine.kernel_store().and_then(|s| s.kernel_set()) else {
+        return Ok(None);
+    };
+    if !set.has_op(rge_engine::op_domain(op), op.op_type()) {
+        return Ok(None);
+    }
+    let def = set
+        .select(op, rge_engine::op_domain(op), rge_engine::op_opset(op))
+        .map_err(|why| {
+            format!(
+                "node `{}` ({}): engine `{engine_name}` cannot run it: {why}",
+                op.name(),
+                op.op_type()
+            )
+        })?;
+    Ok(Some(def.name.clone()))
 }
 
 /// True when constant folding added constants to the root graph.

@@ -120,10 +120,15 @@ pub fn binary_text(op: BinOp) -> &'static str {
     }
 }
 
-fn arg_text(a: Arg) -> String {
-    match a {
-        Arg::Input(k) => format!("x{k}"),
-        Arg::Temp(k) => format!("t{k}"),
+/// An operand as the text names it: `x{k}` (input) or `t{k}` (an earlier instruction).
+struct ArgText(Arg);
+
+impl std::fmt::Display for ArgText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Arg::Input(k) => write!(f, "x{k}"),
+            Arg::Temp(k) => write!(f, "t{k}"),
+        }
     }
 }
 
@@ -207,24 +212,29 @@ impl Program {
 
     /// The program text ([`Program::parse`] reads it back).
     pub fn text(&self) -> String {
-        let items: Vec<String> = self
-            .instrs
-            .iter()
-            .map(|ins| match ins {
+        use std::fmt::Write;
+        // One string written in place: a large graph makes a program per fused region.
+        let mut s = String::with_capacity(self.instrs.len() * 12);
+        for (i, ins) in self.instrs.iter().enumerate() {
+            if i > 0 {
+                s.push_str("; ");
+            }
+            // Writing to a String cannot fail.
+            let _ = match ins {
                 Instr::Unary(op, a) => {
                     let (name, params) = unary_text(op);
-                    let mut s = format!("{name} {}", arg_text(*a));
+                    let r = write!(s, "{name} {}", ArgText(*a));
                     for p in params {
-                        s.push_str(&format!(" {p:?}"));
+                        let _ = write!(s, " {p:?}");
                     }
-                    s
+                    r
                 }
                 Instr::Binary(op, a, b) => {
-                    format!("{} {} {}", binary_text(*op), arg_text(*a), arg_text(*b))
+                    write!(s, "{} {} {}", binary_text(*op), ArgText(*a), ArgText(*b))
                 }
-            })
-            .collect();
-        items.join("; ")
+            };
+        }
+        s
     }
 }
 

@@ -377,7 +377,7 @@ mod tests {
     use rge_ir::{ComputeGraph, OpDesc};
 
     /// A graph from `(name, preds)`; returns its dense form.
-    fn dense(spec: &[(&str, &[&str])]) -> DenseGraph {
+    fn dense(spec: &[(&str, &[&str])]) -> std::sync::Arc<DenseGraph> {
         let mut g = ComputeGraph::new("g");
         let root = g.root();
         for (name, preds) in spec {
@@ -389,7 +389,7 @@ mod tests {
                 g.add_edge(s, 0, n, k).unwrap();
             }
         }
-        DenseGraph::new(&g, root).unwrap()
+        super::super::dense::dense_graph(&g, root).unwrap()
     }
 
     fn groups(roots: &[u32]) -> Vec<Vec<u32>> {

@@ -123,7 +123,7 @@ pub(crate) fn restore_io_and_order(
         .collect();
     out.set_input_nodes(root, inputs).map_err(ir)?;
     out.set_output_nodes(root, outputs).map_err(ir)?;
-    let dense = super::DenseGraph::new(out, root)?;
+    let dense = super::dense_graph(out, root)?;
     if dense.ids.iter().copied().ne(out.nodes_of(root)) {
         out.set_node_order(root, &dense.ids).map_err(ir)?;
     }

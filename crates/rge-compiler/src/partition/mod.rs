@@ -34,7 +34,7 @@ use crate::error::{CompileError, CompileResult};
 use crate::manager::EngineManager;
 use crate::options::CompileOptions;
 
-pub use dense::{Csr, DenseGraph};
+pub use dense::{dense_graph, Csr, DenseGraph};
 pub use ge_ref::ge_merge_clusters;
 pub use in_place::{InPlace, Taken};
 pub use merge::{merge_clusters, MergeStats, NO_MERGE};
@@ -301,7 +301,7 @@ pub fn partition(
     let excl = manager.exclusions(options);
     if excl.is_err() {
         // A broken graph is reported before bad options, as it always was.
-        DenseGraph::new(graph, root)?;
+        dense_graph(graph, root)?;
     }
     let excl = excl?;
     let perr = |message: String| CompileError::Partition {
@@ -344,7 +344,7 @@ pub fn partition(
         rare: Option<Box<(Option<i64>, Option<&'a str>)>>,
     }
     const NO_ENGINE: u32 = u32::MAX;
-    let (dense, infos) = DenseGraph::with_info(graph, root, |node| {
+    let (dense, infos) = dense::with_info(graph, root, |node| {
         let op = node.op();
         let data = is_data_like_source(op, node.in_link_count());
         let attrs = op.attrs();

@@ -260,6 +260,7 @@ impl ComputeGraph {
             // Pushed in reverse slot order: slot 0 is walked first.
             stack.extend(subs.iter().map(|&si| (si, 0)));
         }
+        self.touch();
         for (gi, s) in sorted.iter().enumerate() {
             let order: Vec<NodeId> = s.order.iter().map(|&k| s.ids[k as usize]).collect();
             let mut new_pos = vec![0u32; s.ids.len()];
