@@ -26,7 +26,10 @@ impl GraphOptimizer for ElementwiseFusion {
     fn optimize_fused_graph(&self, graph: &mut GraphRewriter<'_>) -> EngineResult<()> {
         let engine = graph.engine().to_string();
         // Each batch is applied before the next is built: the patches waiting stay few.
-        let mut regions = crate::region::RegionFinder::new(graph.graph());
+        let Some(mut regions) = crate::region::RegionFinder::new(graph.graph()) else {
+            // A graph with a cycle has no regions (the verifier reports the cycle).
+            return Ok(());
+        };
         // Freeing the replaced ops (names, attributes, descs: a few allocations each) is a
         // sixth of this stage on a large graph, and nothing waits for it: a thread of its own
         // frees them (not the session's pool, which builds the next batch meanwhile).

@@ -13,10 +13,14 @@
 //! Add Sub Mul Div Pow PRelu, Max/Min of two inputs, Clip with bound inputs as Max/Min), placed
 //! on `vector`, fully known output shape, no control edge, one output.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 use slotmap::SecondaryMap;
 
-use rge_ir::{AttrMap, AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet};
+use rge_ir::{
+    AttrMap, AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, Outlet, Topology,
+};
 use rge_kernels::KernelInit;
 use rge_vector::elementwise::{bin_op, unary_op, BINARY_OPS, UNARY_OPS};
 use rge_vector::program::{Arg, Instr, Program};
@@ -103,14 +107,6 @@ fn elem_of(g: &ComputeGraph, n: NodeId) -> Option<Elem> {
     None
 }
 
-/// The root graph's nodes in topological order (its shared topology; a graph with a cycle
-/// has no regions).
-fn topo(g: &ComputeGraph) -> Vec<NodeId> {
-    g.topology(g.root())
-        .map(|t| t.ids.clone())
-        .unwrap_or_default()
-}
-
 /// Whether input `shape` (fully known) is read directly by the kernel for an output of `out`.
 fn direct_operand(shape: &[i64], out: &[i64]) -> bool {
     let n: i64 = shape.iter().product();
@@ -125,10 +121,10 @@ fn direct_operand(shape: &[i64], out: &[i64]) -> bool {
     s.len() <= out.len() && out[out.len() - s.len()..] == *s
 }
 
-/// Per node: what it computes when fusable, the root of the region it joined (the root's
-/// rank; `NONE` before), and its own rank. One map, 32-bit ranks: a million-node partition
+/// Per node: what it computes when fusable, and the root of the region it joined (the root's
+/// rank in the topology; `NONE` before). One map, a 32-bit rank: a million-node partition
 /// keeps it beside the graph for the whole stage.
-type State = SecondaryMap<NodeId, (Option<Elem>, u32, u32)>;
+type State = SecondaryMap<NodeId, (Option<Elem>, u32)>;
 const NONE: u32 = u32::MAX;
 
 /// Finds every region of a graph in one pass over it, a batch of patches at a time: roots in
@@ -139,25 +135,28 @@ const NONE: u32 = u32::MAX;
 /// before asking for the next, and the patches waiting at any time are one batch (a graph of
 /// a million elementwise ops makes hundreds of thousands of patches, each with its new op).
 pub struct RegionFinder {
-    order: Vec<NodeId>,
+    /// The graph's topology when the search began: its order, and each node's rank
+    /// (`index`). The nodes the patches add are not in it, and never join a region.
+    topo: Arc<Topology>,
     state: State,
-    /// Roots `order[..left]` are still to look at.
+    /// Roots `topo.ids[..left]` are still to look at.
     left: usize,
 }
 
 impl RegionFinder {
-    pub fn new(g: &ComputeGraph) -> Self {
-        let order = topo(g);
+    /// A search over `g`'s root graph; `None` when it has a cycle (no regions then).
+    pub fn new(g: &ComputeGraph) -> Option<Self> {
+        let topo = g.topology(g.root()).ok()?;
         // Read-only per node: on the session's threads (a cache miss or two per node).
-        let elems: Vec<Option<Elem>> = order
+        let elems: Vec<Option<Elem>> = topo
+            .ids
             .par_iter()
             .with_min_len(PARALLEL_MIN)
             .map(|&n| elem_of(g, n))
             .collect();
-        let mut state: State = SecondaryMap::with_capacity(order.len());
-        for (i, (&n, elem)) in order.iter().zip(elems).enumerate() {
-            // Ranks fit 32 bits: a graph's node ids do.
-            state.insert(n, (elem, NONE, i as u32));
+        let mut state: State = SecondaryMap::with_capacity(topo.len());
+        for (&n, elem) in topo.ids.iter().zip(elems) {
+            state.insert(n, (elem, NONE));
         }
         for &(n, _) in g.output_nodes(g.root()) {
             // A graph output stays materialized: it is never a region's inner node.
@@ -165,8 +164,8 @@ impl RegionFinder {
                 s.1 = NONE - 1;
             }
         }
-        let left = order.len();
-        RegionFinder { order, state, left }
+        let left = topo.len();
+        Some(RegionFinder { topo, state, left })
     }
 
     /// The next patches, at most `max` (empty when every region is found). `g` is the graph
@@ -180,9 +179,10 @@ impl RegionFinder {
         let mut work = Vec::new();
         while self.left > 0 && found.len() < max {
             self.left -= 1;
-            let (r, root) = (self.left as u32, self.order[self.left]);
+            // Ranks fit 32 bits: a graph's node ids do.
+            let (r, root) = (self.left as u32, self.topo.ids[self.left]);
             let state = &mut self.state;
-            let (elem, joined, _) = state[root];
+            let (elem, joined) = state[root];
             if elem.is_none() || (joined != NONE && joined != NONE - 1) {
                 continue;
             }
@@ -200,7 +200,7 @@ impl RegionFinder {
                         continue;
                     };
                     match state.get(p.node) {
-                        Some((Some(_), NONE, _)) => {}
+                        Some((Some(_), NONE)) => {}
                         _ => continue,
                     }
                     let readers = g.node(p.node).map_or(&[][..], |pn| pn.peers_of_output(0));
@@ -212,7 +212,7 @@ impl RegionFinder {
                 }
             }
             if members.len() >= 2 && operands_direct(g, root, &members, state, r) {
-                members.sort_by_key(|&n| state[n].2);
+                members.sort_by_key(|&n| self.topo.index[n]);
                 found.push(Found { root, was, members });
             } else {
                 // Not fused: its nodes may still join later regions (the root as an inner
@@ -237,7 +237,7 @@ impl RegionFinder {
                     for f in found[k..].iter().rev() {
                         release(&mut self.state, f.root, f.was, &f.members);
                     }
-                    self.left = self.state[found[k].root].2 as usize;
+                    self.left = self.topo.index[found[k].root] as usize;
                     break;
                 }
             }
@@ -293,30 +293,26 @@ fn operands_direct(
 }
 
 /// Appends the instructions of one node (`arg(i)`: its input `i` as an operand, `None` when
-/// absent; an error when the kernel cannot read it directly).
+/// absent); `None` when an input its op needs is absent.
 fn emit(
     elem: Elem,
-    arg: &mut impl FnMut(usize) -> Result<Option<Arg>, String>,
+    arg: &mut impl FnMut(usize) -> Option<Arg>,
     instrs: &mut Vec<Instr>,
-) -> Result<(), String> {
+) -> Option<()> {
     match elem {
         Elem::Unary(u) => {
-            let x = arg(0)?.ok_or("missing input")?;
+            let x = arg(0)?;
             instrs.push(Instr::Unary(u, x));
         }
         Elem::Binary(b) => {
             let (x, y) = (arg(0)?, arg(1)?);
-            instrs.push(Instr::Binary(
-                b,
-                x.ok_or("missing input")?,
-                y.ok_or("missing input")?,
-            ));
+            instrs.push(Instr::Binary(b, x, y));
         }
         Elem::ClipInputs => {
-            let mut x = arg(0)?.ok_or("missing input")?;
+            let mut x = arg(0)?;
             let before = instrs.len();
             for (i, op) in [(1, BinOp::Max), (2, BinOp::Min)] {
-                if let Some(b) = arg(i)? {
+                if let Some(b) = arg(i) {
                     instrs.push(Instr::Binary(op, x, b));
                     x = Arg::Temp(instrs.len() - 1);
                 }
@@ -327,11 +323,12 @@ fn emit(
             }
         }
     }
-    Ok(())
+    Some(())
 }
 
 /// The patch replacing `region` (rooted at `root`) by one FusedElementwise node, or `None` when
-/// an input's broadcast is not one the kernel reads directly.
+/// a member lacks an input its op needs. Its outside operands were checked by
+/// [`operands_direct`].
 fn build(
     g: &ComputeGraph,
     root: NodeId,
@@ -339,7 +336,6 @@ fn build(
     state: &State,
 ) -> Result<Option<GraphPatch>, String> {
     let root_op = g.op(root).ok_or("stale root")?;
-    let out_dims = known_dims(root_op).ok_or("root without a known shape")?;
     let mut inputs: Vec<Value> = Vec::new();
     let mut input_descs = Vec::new();
     // Member → its value's instruction (regions are small: a scan beats a map).
@@ -348,28 +344,19 @@ fn build(
     for &m in members {
         let node = g.node(m).ok_or("stale node")?;
         let op = g.op(m).ok_or("stale node")?;
-        let mut arg = |i: usize| -> Result<Option<Arg>, String> {
-            let Some(p) = node.peer_of_input(i) else {
-                return Ok(None);
-            };
+        let mut arg = |i: usize| -> Option<Arg> {
+            let p = node.peer_of_input(i)?;
             if let Some(&(_, t)) = value_of.iter().find(|x| x.0 == p.node) {
-                return Ok(Some(Arg::Temp(t)));
+                return Some(Arg::Temp(t));
             }
             let v = (p.node, p.index.max(0) as usize);
             let k = match inputs.iter().position(|x| *x == v) {
                 Some(k) => k,
                 None => {
-                    let desc = op.input(i);
-                    let shape = desc.map(|d| d.shape());
-                    if !shape
-                        .is_some_and(|s| s.is_fully_known() && direct_operand(s.dims(), out_dims))
-                    {
-                        return Err(String::new());
-                    }
                     let pdesc = g
                         .op(p.node)
                         .and_then(|o| o.output(v.1))
-                        .or(desc)
+                        .or(op.input(i))
                         .cloned()
                         .unwrap_or_default();
                     inputs.push(v);
@@ -377,15 +364,14 @@ fn build(
                     inputs.len() - 1
                 }
             };
-            Ok(Some(Arg::Input(k)))
+            Some(Arg::Input(k))
         };
         let elem = state
             .get(m)
             .and_then(|s| s.0)
             .ok_or("region member is not fusable")?;
-        let got = emit(elem, &mut arg, &mut instrs);
-        if got.is_err() {
-            // An input the kernel would have to broadcast some other way: left unfused.
+        if emit(elem, &mut arg, &mut instrs).is_none() {
+            // A missing input: left unfused.
             return Ok(None);
         }
         value_of.push((m, instrs.len() - 1));

@@ -136,26 +136,6 @@ impl ComputeGraph {
         Ok(order)
     }
 
-    /// Whether `nodes` (a graph's nodes in its own order, as `nodes_of` gives them) is
-    /// already a topological order over data and control links: one pass, the check every
-    /// caller that only needs some topological order makes before sorting (frontends usually
-    /// leave graphs ordered).
-    pub fn is_topological(&self, nodes: &[NodeId]) -> bool {
-        let mut seen: slotmap::SecondaryMap<NodeId, ()> =
-            slotmap::SecondaryMap::with_capacity(nodes.len());
-        nodes.iter().all(|&n| {
-            let ok = self.nodes.get(n).is_some_and(|node| {
-                node.input_peers()
-                    .iter()
-                    .flatten()
-                    .chain(node.in_ctrl_peers())
-                    .all(|p| seen.contains_key(p.node))
-            });
-            seen.insert(n, ());
-            ok
-        })
-    }
-
     /// The order `sort_graph` would give graph `g`, without applying it.
     pub fn sorted_order(&self, g: GraphId, opts: &SortOptions) -> Result<Vec<NodeId>> {
         let len = self.gdata(g)?.len;
