@@ -20,6 +20,7 @@ mod patch_apply;
 mod patch_ranks;
 mod ports;
 pub mod shape;
+mod small_set;
 pub mod sort;
 pub mod string_data;
 mod subgraph;

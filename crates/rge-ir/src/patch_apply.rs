@@ -3,13 +3,14 @@
 //! per in-data anchor, control edges accounted for, no cycle), and only then carried out by
 //! steps that cannot fail. So a refused patch leaves the graph exactly as it was.
 
-use hashbrown::{HashMap, HashSet};
+use smallvec::SmallVec;
 
 use crate::error::AnchorSide;
 use crate::graph::{ComputeGraph, GraphId};
 use crate::node::{InAnchor, Node, NodeId, OutAnchor, CONTROL_INDEX};
 use crate::patch::{ControlCarry, GraphPatch, Outlet, PatchError, PatchNode, PatchResult};
 use crate::patch_ranks::TopoRanks;
+use crate::small_set::{SmallMap, SmallSet};
 
 /// A node of the patched graph: kept, or new by patch index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,11 +75,11 @@ struct Checker<'a> {
     graph: &'a ComputeGraph,
     patch: &'a GraphPatch,
     g: GraphId,
-    removed: HashSet<NodeId>,
+    removed: SmallSet<NodeId>,
     links: Vec<(At, At)>,
-    seen: HashSet<(At, At)>,
+    seen: SmallSet<(At, At)>,
     /// In-data anchors given a source, so none gets two.
-    assigned: HashSet<At>,
+    assigned: SmallSet<At>,
 }
 
 impl<'a> Checker<'a> {
@@ -281,10 +282,10 @@ impl ComputeGraph {
             graph: self,
             patch: p,
             g,
-            removed: HashSet::new(),
+            removed: SmallSet::new(),
             links: Vec::new(),
-            seen: HashSet::new(),
-            assigned: HashSet::new(),
+            seen: SmallSet::new(),
+            assigned: SmallSet::new(),
         };
         let gd = &self.graphs[g];
         let mut removed = Vec::with_capacity(p.remove.len());
@@ -308,7 +309,7 @@ impl ComputeGraph {
         }
 
         // Names are unique per graph; a new node may reuse a removed node's name.
-        let mut names = HashSet::new();
+        let mut names = SmallSet::new();
         for op in &p.nodes {
             let taken = self
                 .find_node(g, op.name())
@@ -343,7 +344,7 @@ impl ComputeGraph {
             )?;
         }
 
-        let mut shunts: HashMap<(NodeId, usize), At> = HashMap::new();
+        let mut shunts: SmallMap<(NodeId, usize), At> = SmallMap::new();
         for &(n, o, to) in &p.shunts {
             let node = c.old(n, || "a shunted node".into())?;
             if !c.removed.contains(&n) {
@@ -464,7 +465,7 @@ impl ComputeGraph {
             c.link(At::ctrl(va), At::ctrl(vb))?;
         }
 
-        let cut: HashSet<(OutAnchor, InAnchor)> = unlinks.iter().copied().collect();
+        let cut: SmallSet<(OutAnchor, InAnchor)> = unlinks.iter().copied().collect();
         check_acyclic(&c, &cut, ranks)?;
         let position = self.patch_position(p, &removed, &c.removed);
         Ok(Plan {
@@ -482,7 +483,7 @@ impl ComputeGraph {
     fn plan_takeovers(
         &self,
         p: &GraphPatch,
-        removed: &HashSet<NodeId>,
+        removed: &SmallSet<NodeId>,
     ) -> Result<Vec<(GraphId, usize)>, PatchError> {
         let mut out: Vec<(GraphId, usize)> = Vec::new();
         for (k, op) in p.nodes.iter().enumerate() {
@@ -518,13 +519,12 @@ impl ComputeGraph {
     fn plan_outputs(
         &self,
         g: GraphId,
-        removed: &HashSet<NodeId>,
-        shunts: &HashMap<(NodeId, usize), At>,
+        removed: &SmallSet<NodeId>,
+        shunts: &SmallMap<(NodeId, usize), At>,
     ) -> Result<Vec<(usize, V, u32)>, PatchError> {
         let gd = &self.graphs[g];
         let mut hit: Vec<NodeId> = removed
             .iter()
-            .copied()
             .filter(|n| gd.output_refs.contains_key(n))
             .collect();
         // In list order, so that an error names the first entry at fault.
@@ -560,7 +560,7 @@ impl ComputeGraph {
         &self,
         p: &GraphPatch,
         removed: &[NodeId],
-        set: &HashSet<NodeId>,
+        set: &SmallSet<NodeId>,
     ) -> Position {
         if let Some(&first) = removed.first() {
             let mut prev = self.nodes[first].prev;
@@ -679,12 +679,12 @@ fn check_range(node: &Node, side: AnchorSide, index: usize) -> Result<(), PatchE
 /// kept links only climb in rank, so no path from there leads back into a cycle.
 fn check_acyclic(
     c: &Checker<'_>,
-    cut: &HashSet<(OutAnchor, InAnchor)>,
+    cut: &SmallSet<(OutAnchor, InAnchor)>,
     ranks: Option<&TopoRanks>,
 ) -> Result<(), PatchError> {
-    let mut extra: HashMap<V, Vec<V>> = HashMap::new();
+    let mut extra: SmallMap<V, SmallVec<[V; 2]>> = SmallMap::new();
     for &(s, d) in &c.links {
-        extra.entry(s.v).or_default().push(d.v);
+        extra.get_or_insert_with(s.v, SmallVec::new).push(d.v);
     }
     // The highest rank a node on a new cycle can have (`None`: no bound known).
     let bound = ranks.and_then(|r| {
@@ -697,8 +697,10 @@ fn check_acyclic(
         (Some(b), Some(x)) => x > b,
         _ => false,
     };
-    let succs = |v: V| -> Vec<V> {
-        let mut out: Vec<V> = extra.get(&v).cloned().unwrap_or_default();
+    let succs = |v: V| -> SmallVec<[V; 4]> {
+        let mut out: SmallVec<[V; 4]> = extra
+            .get(&v)
+            .map_or_else(SmallVec::new, |x| x.iter().copied().collect());
         if let V::Old(n) = v {
             let node = &c.graph.nodes[n];
             let lists = node
@@ -718,12 +720,12 @@ fn check_acyclic(
         out
     };
     // 1: on the stack, 2: done.
-    let mut color: HashMap<V, u8> = HashMap::new();
+    let mut color: SmallMap<V, u8> = SmallMap::new();
     for &(_, start) in &c.links {
-        if color.contains_key(&start.v) {
+        if color.get(&start.v).is_some() {
             continue;
         }
-        let mut stack: Vec<(V, Vec<V>, usize)> = vec![(start.v, succs(start.v), 0)];
+        let mut stack: Vec<(V, SmallVec<[V; 4]>, usize)> = vec![(start.v, succs(start.v), 0)];
         color.insert(start.v, 1);
         while let Some((v, next, i)) = stack.last_mut() {
             let Some(&w) = next.get(*i) else {

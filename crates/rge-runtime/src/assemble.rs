@@ -123,43 +123,41 @@ pub(crate) fn finish(
         in_place_writers.push((b as u32, si as u32));
         in_place += 1;
     }
-    let mut members: HashMap<u32, Vec<u32>> = HashMap::new();
-    for r in 0..ns {
-        if planned[r] && root_of[r] as usize == r {
-            members.entry(buf_of[r]).or_default().push(r as u32);
+    // Each buffer's member roots: (buffer, root) pairs sorted, one run per buffer.
+    let mut pairs: Vec<(u32, u32)> = (0..ns)
+        .filter(|&r| planned[r] && root_of[r] as usize == r)
+        .map(|r| (buf_of[r], r as u32))
+        .collect();
+    pairs.sort_unstable();
+    let mut groups: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
+    for (i, &(b, _)) in pairs.iter().enumerate() {
+        match groups.last_mut() {
+            Some((last, range)) if *last == b => range.end = i + 1,
+            _ => groups.push((b, i..i + 1)),
         }
     }
-    let mut all_bufs: Vec<u32> = members.keys().copied().collect();
-    all_bufs.sort_unstable();
-    let req_of = |b: &u32| -> BufferReq {
-        let m = &members[b];
-        let mut writers: Vec<u32> = m
-            .iter()
-            .filter_map(|&s| slots[s as usize].producer)
-            .chain(
-                m.iter()
-                    .flat_map(|s| extra_writers.get(s).into_iter().flatten().copied()),
-            )
+    let req_of = |(b, range): &(u32, std::ops::Range<usize>)| -> BufferReq {
+        let m = || pairs[range.clone()].iter().map(|&(_, s)| s);
+        let mut writers: Vec<u32> = m()
+            .filter_map(|s| slots[s as usize].producer)
+            .chain(m().flat_map(|s| extra_writers.get(&s).into_iter().flatten().copied()))
             .collect();
         writers.sort_unstable();
         writers.dedup();
         // A value written inside a loop and alive outside it lives from the loop's head.
-        let def = m
-            .iter()
-            .filter_map(|s| flat_defs.get(s).copied())
+        let def = m()
+            .filter_map(|s| flat_defs.get(&s).copied())
             .chain(writers.first().copied())
             .min()
             .unwrap_or(0);
-        let mut rd: Vec<u32> = m
-            .iter()
-            .flat_map(|&s| readers.of(s as usize).iter().copied())
+        let mut rd: Vec<u32> = m()
+            .flat_map(|s| readers.of(s as usize).iter().copied())
             .collect();
         rd.sort_unstable();
         rd.dedup();
         BufferReq {
-            size: m
-                .iter()
-                .map(|&s| buf_rel[s as usize] + slots[s as usize].bytes)
+            size: m()
+                .map(|s| buf_rel[s as usize] + slots[s as usize].bytes)
                 .max()
                 .unwrap_or(0),
             def,
@@ -168,13 +166,19 @@ pub(crate) fn finish(
             readers: rd,
         }
     };
+    let space_groups = |space: u8| -> Vec<&(u32, std::ops::Range<usize>)> {
+        groups
+            .iter()
+            .filter(|(b, _)| slots[*b as usize].space == space)
+            .collect()
+    };
+    let requests = |groups: &[&(u32, std::ops::Range<usize>)]| -> Vec<BufferReq> {
+        groups.iter().map(|g| req_of(g)).collect()
+    };
     // Each memory space has its own arena plan; the host's is the program's main plan.
-    let bufs: Vec<u32> = all_bufs
-        .iter()
-        .copied()
-        .filter(|&b| slots[b as usize].space == 0)
-        .collect();
-    let reqs: Vec<BufferReq> = bufs.iter().map(req_of).collect();
+    let host_groups = space_groups(0);
+    let bufs: Vec<u32> = host_groups.iter().map(|(b, _)| *b).collect();
+    let reqs: Vec<BufferReq> = requests(&host_groups);
     // In-place writers wait for the other readers of the buffer they write over. Readers before
     // the buffer's previous in-place writer already precede that writer, which precedes this
     // one (this one reads what it or a later step made): one window of readers per writer.
@@ -203,23 +207,20 @@ pub(crate) fn finish(
     };
     let bound = plan::lower_bound(&reqs, nsteps);
     deps.extend(plan::memory_deps(&reqs, &offsets));
-    let mut buf_offset: HashMap<u32, usize> = HashMap::new();
+    let mut buf_offset: Vec<usize> = vec![0; ns];
     for (k, b) in bufs.iter().enumerate() {
-        buf_offset.insert(*b, offsets[k]);
+        buf_offset[*b as usize] = offsets[k];
     }
     let mut space_plans = Vec::with_capacity(spaces.len());
     for (k, space) in spaces.iter().enumerate() {
         let idx = k as u8 + 1;
-        let sbufs: Vec<u32> = all_bufs
-            .iter()
-            .copied()
-            .filter(|&b| slots[b as usize].space == idx)
-            .collect();
-        let sreqs: Vec<BufferReq> = sbufs.iter().map(req_of).collect();
+        let sgroups = space_groups(idx);
+        let sbufs: Vec<u32> = sgroups.iter().map(|(b, _)| *b).collect();
+        let sreqs: Vec<BufferReq> = requests(&sgroups);
         let (soffsets, sarena) = plan::place(&sreqs);
         deps.extend(plan::memory_deps(&sreqs, &soffsets));
         for (j, b) in sbufs.iter().enumerate() {
-            buf_offset.insert(*b, soffsets[j]);
+            buf_offset[*b as usize] = soffsets[j];
         }
         let allocator = env.engines.allocator(space).ok_or_else(|| {
             RuntimeError::Other(format!(
@@ -248,7 +249,7 @@ pub(crate) fn finish(
     for i in 0..ns {
         let r = root_of[i] as usize;
         if planned[r] {
-            let off = buf_offset[&buf_of[r]] + buf_rel[r] + rel[i];
+            let off = buf_offset[buf_of[r] as usize] + buf_rel[r] + rel[i];
             let space = slots[buf_of[r] as usize].space;
             slots[i].space = space;
             slots[i].storage = Storage::Arena { space, offset: off };

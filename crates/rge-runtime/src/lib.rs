@@ -17,6 +17,7 @@ mod keep_awake;
 pub mod kernel_check;
 pub mod kernels;
 pub mod lower;
+mod lower_prep;
 pub mod memory;
 pub mod model;
 mod phony;

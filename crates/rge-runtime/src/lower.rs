@@ -9,11 +9,12 @@ use hashbrown::{HashMap, HashSet};
 use smallvec::SmallVec;
 
 use rge_ir::{attr_names, op_types, AttrValue, ComputeGraph, GraphId, NodeId, TensorDesc};
-use rge_kernels::{tensor_from_ir, DType, Kernel, KernelInit, MemSpace, Tensor};
+use rge_kernels::{tensor_from_ir, DType, Kernel, KernelDef, KernelInit, MemSpace, Tensor};
 
-use crate::converters::Placement;
+use crate::converters::{Converter, Placement};
 use crate::engines::{is_local_op, EngineSet};
 use crate::error::{RuntimeError, RuntimeResult};
+use crate::lower_prep::{prepare, shapes_text, Deferred, OutSlot, PendingKernel, Prepared};
 use crate::program::{Dims, InputSource, InputSpec, Program, Slot, Step, Storage};
 
 /// The node attribute a saved compiled model records the kernel of each node in.
@@ -41,13 +42,18 @@ pub struct LowerEnv<'e> {
 
 impl LowerEnv<'_> {
     pub(crate) fn opset(&self, domain: &str) -> i64 {
-        let norm = |d: &str| if d == "ai.onnx" { "" } else { d }.to_string();
-        let want = norm(domain);
-        self.opsets
-            .iter()
-            .find(|(d, _)| norm(d) == want)
-            .map_or(i64::MAX, |o| o.1)
+        opset_in(&self.opsets, domain)
     }
+}
+
+/// The version of `domain` among the opset imports `opsets` (`i64::MAX` when not imported).
+pub(crate) fn opset_in(opsets: &[(String, i64)], domain: &str) -> i64 {
+    let norm = |d: &str| if d == "ai.onnx" { "" } else { d }.to_string();
+    let want = norm(domain);
+    opsets
+        .iter()
+        .find(|(d, _)| norm(d) == want)
+        .map_or(i64::MAX, |o| o.1)
 }
 
 /// The opset imports recorded on a graph's root (`_onnx_opset_<domain>`).
@@ -67,6 +73,9 @@ pub fn graph_opsets(graph: &ComputeGraph) -> Vec<(String, i64)> {
         })
         .unwrap_or_default()
 }
+
+/// A step's engine, op type and kernel name.
+type StepNames = [Arc<str>; 3];
 
 /// Lowering state of one graph; converters call its methods.
 pub struct Lowering<'e> {
@@ -94,6 +103,12 @@ pub struct Lowering<'e> {
     pub(crate) flat: crate::flat::FlatState,
     /// Each distinct shapes text, op type, engine and kernel name once.
     interned: HashMap<Box<str>, Arc<str>>,
+    /// [`Lowering::def_names`] by (definition, engine name) address.
+    def_names: HashMap<(usize, usize), StepNames>,
+    /// The node being lowered, prepared ahead when it is a kernel node (`lower_prep`).
+    ready: Option<(NodeId, Prepared<'e>)>,
+    /// Steps of the current window whose kernels are built after it.
+    deferred: Vec<Deferred<'e>>,
 }
 
 pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
@@ -377,75 +392,115 @@ impl<'e> Lowering<'e> {
     /// A launch step for `n` with the kernel its engine's definitions select for it (the
     /// same selection placement asked the engine's store about).
     pub fn kernel_step(&mut self, n: NodeId) -> RuntimeResult<()> {
-        let op = self.op(n)?;
-        let graph = self.graph;
-        let engine_name = effective_engine(op);
-        let engine = self.env.engines.engine(engine_name).ok_or_else(|| {
-            lower_err(
-                graph,
-                n,
-                format!("engine `{engine_name}` is not in the engine set"),
-            )
-        })?;
-        let set = engine
-            .kernel_store()
-            .and_then(|s| s.kernel_set())
-            .ok_or_else(|| lower_err(graph, n, format!("engine `{engine_name}` has no kernels")))?;
-        let domain = rge_engine::op_domain(op);
-        let opset = op.opset().unwrap_or_else(|| self.env.opset(domain));
-        let def = set.select(op, domain, opset).map_err(|why| {
-            lower_err(
-                graph,
-                n,
-                format!("engine `{engine_name}` cannot run it: {why}"),
-            )
-        })?;
-        let (input_types, output_types) = rge_kernels::port_types(op);
-        let subgraph_attrs: Vec<String> = match op.attrs().get(SUBGRAPH_ATTRS_ATTR) {
-            Some(AttrValue::ListString(v)) => v.clone(),
-            _ => Vec::new(),
+        let p = match self.ready.take() {
+            Some((m, p)) if m == n => p,
+            _ => prepare(self.env.engines, &self.env.opsets, self.graph, n)?,
         };
         let constants = self.constant_inputs(n)?;
-        let init = KernelInit {
-            node_name: op.name(),
-            op_type: op.op_type(),
-            domain,
-            opset,
-            attrs: op.attrs(),
-            input_types: &input_types,
-            output_types: &output_types,
-            subgraph_attrs: &subgraph_attrs,
-            constants: &constants,
+        let step = self.steps.len() as u32;
+        // Without a constant input, nothing orders the kernel's build: it is built with the
+        // window's others on the session's threads (`lower_prep`).
+        let kernel: Box<dyn Kernel> = if constants.iter().all(Option::is_none) {
+            self.deferred.push(Deferred {
+                step,
+                node: n,
+                def: p.def,
+                domain: p.domain,
+                opset: p.opset,
+                input_types: p.input_types,
+                output_types: p.output_types,
+                subgraph_attrs: p.subgraph_attrs,
+            });
+            Box::new(PendingKernel)
+        } else {
+            let op = self.op(n)?;
+            let init = KernelInit {
+                node_name: op.name(),
+                op_type: op.op_type(),
+                domain: p.domain,
+                opset: p.opset,
+                attrs: op.attrs(),
+                input_types: &p.input_types,
+                output_types: &p.output_types,
+                subgraph_attrs: &p.subgraph_attrs,
+                constants: &constants,
+            };
+            (p.def.factory)(&init).map_err(|e| lower_err(self.graph, n, e.to_string()))?
         };
-        // A saved compiled model names the kernel it was compiled for: another engine set
-        // (a different build, missing plugin) must not silently run something else.
-        if let Ok(Some(saved)) = op.attrs().get_str(KERNEL_ATTR) {
-            if saved != def.name {
-                return Err(lower_err(
-                    graph,
-                    n,
-                    format!(
-                        "compiled for kernel `{saved}`, but engine `{engine_name}` of this engine set selects `{}`: the model was written by a different engine set; compile it again",
-                        def.name
-                    ),
-                ));
-            }
+        let in_place = kernel.reuse_input().or(p.def.in_place);
+        let names = self.def_names(p.def, p.engine);
+        self.push_step(n, names, kernel, p.outputs, &p.shapes, in_place)
+    }
+
+    /// The engine, op type and kernel name of steps running `def` on `engine`, shared.
+    fn def_names(&mut self, def: &KernelDef, engine: &str) -> StepNames {
+        let key = (def as *const KernelDef as usize, engine.as_ptr() as usize);
+        if let Some(names) = self.def_names.get(&key) {
+            return names.clone();
         }
-        let kernel: Box<dyn Kernel> =
-            (def.factory)(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
-        let engine_space = engine.memory_space();
-        let out_spaces: Vec<u8> = (0..op.output_count())
-            .map(|i| {
-                let s = def
-                    .output(i)
-                    .space
-                    .clone()
-                    .unwrap_or_else(|| engine_space.clone());
-                self.space_index(&s)
-            })
+        let names = [
+            self.interned(engine),
+            self.interned(&def.op_type),
+            self.interned(&def.name),
+        ];
+        self.def_names.insert(key, names.clone());
+        names
+    }
+
+    /// Builds the kernels of the deferred steps (in parallel); the first error in step order.
+    pub(crate) fn build_deferred(&mut self) -> RuntimeResult<()> {
+        use rayon::prelude::*;
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
+        let graph = self.graph;
+        let built: Vec<RuntimeResult<Box<dyn Kernel>>> = self
+            .deferred
+            .par_iter()
+            .with_min_len(64)
+            .map(|d| d.build(graph))
             .collect();
-        let in_place = kernel.reuse_input().or(def.in_place);
-        self.push_step(n, engine_name, &def.name, kernel, &out_spaces, in_place)
+        for (d, k) in self.deferred.drain(..).zip(built) {
+            let k = k?;
+            let step = &mut self.steps[d.step as usize];
+            step.in_place = k.reuse_input().or(d.def.in_place);
+            step.kernel = k;
+        }
+        Ok(())
+    }
+
+    /// How each node of `window` is lowered, and the kernel nodes among them prepared
+    /// ([`Prepared`]), on the session's threads. A node whose preparation fails is left to its
+    /// turn, which reports the error in order.
+    fn prepare_window(
+        &self,
+        window: &[NodeId],
+        converters: &[(&'e str, Converter, bool)],
+    ) -> Vec<(Lower, Option<Prepared<'e>>)> {
+        use rayon::prelude::*;
+        let (engines, opsets, graph) = (self.env.engines, self.env.opsets.as_slice(), self.graph);
+        window
+            .par_iter()
+            .with_min_len(64)
+            .map(|&n| {
+                let Some(op) = graph.op(n) else {
+                    return (Lower::Unknown, None);
+                };
+                let t = op.op_type();
+                if t == crate::transfer::TRANSFER_OP {
+                    return (Lower::Transfer, None);
+                }
+                let engine = effective_engine(op);
+                let Some(&(_, conv, standard)) = converters.iter().find(|(e, _, _)| *e == engine)
+                else {
+                    return (Lower::Unknown, None);
+                };
+                let prepared = (standard && !is_local_op(t))
+                    .then(|| prepare(engines, opsets, graph, n).ok())
+                    .flatten();
+                (Lower::With(conv), prepared)
+            })
+            .collect()
     }
 
     /// The inputs of `n` that are constants of the program, as the kernel will see them (a
@@ -498,7 +553,7 @@ impl<'e> Lowering<'e> {
             .ok()
             .flatten()
             .unwrap_or(rge_kernels::HOST_SPACE);
-        let space = self.space_index(&MemSpace::new(to));
+        let space = MemSpace::new(to);
         let engine = effective_engine(op);
         let (name, kernel) = match self.engine_transfer_kernel(n)? {
             Some(own) => own,
@@ -507,7 +562,36 @@ impl<'e> Lowering<'e> {
                 Box::new(crate::transfer::CopyKernel) as Box<dyn Kernel>,
             ),
         };
-        self.push_step(n, engine, &name, kernel, &[space], None)
+        let node = self
+            .graph
+            .node(n)
+            .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+        let outputs = (0..op.output_count())
+            .map(|i| {
+                let d = op.output(i);
+                let dtype = d.and_then(DType::from_desc);
+                let shape = d.filter(|d| is_tensor_desc(d)).and_then(static_shape);
+                let bytes = match (dtype, &shape) {
+                    (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
+                    _ => None,
+                };
+                OutSlot {
+                    name: self.slot_name(n, i),
+                    dtype,
+                    shape: shape.filter(|_| bytes.is_some()),
+                    bytes,
+                    space: (i == 0 && !space.is_host()).then(|| space.clone()),
+                    used: !node.peers_of_output(i).is_empty(),
+                }
+            })
+            .collect();
+        let shapes = shapes_text(op);
+        let names = [
+            self.interned(engine),
+            self.interned(op.op_type()),
+            self.interned(&name),
+        ];
+        self.push_step(n, names, kernel, outputs, &shapes, None)
     }
 
     /// The transfer kernel of the engine that owns transfer node `n`, when that engine
@@ -547,14 +631,14 @@ impl<'e> Lowering<'e> {
         Ok(Some((def.name.clone(), kernel)))
     }
 
-    /// Pushes the launch step of `n`: its input and output slots (outputs in `out_spaces`).
+    /// Pushes the launch step of `n`: its input and output slots.
     fn push_step(
         &mut self,
         n: NodeId,
-        engine_name: &str,
-        kernel_name: &str,
+        [engine, op_type, kernel_name]: StepNames,
         kernel: Box<dyn Kernel>,
-        out_spaces: &[u8],
+        outs: SmallVec<[OutSlot; 2]>,
+        shapes: &str,
         in_place: Option<(usize, usize)>,
     ) -> RuntimeResult<()> {
         let op = self.op(n)?;
@@ -572,21 +656,13 @@ impl<'e> Lowering<'e> {
             subgraphs.push(Arc::new(lower_graph(self.env, graph, g)?));
         }
         let step = self.steps.len() as u32;
-        let mut outputs = SmallVec::with_capacity(op.output_count());
-        let mut used = Vec::with_capacity(op.output_count());
+        let mut outputs = SmallVec::with_capacity(outs.len());
+        let mut used = Vec::with_capacity(outs.len());
         let mut dynamic = false;
-        for i in 0..op.output_count() {
-            let d = op.output(i);
-            let dtype = d.and_then(DType::from_desc);
-            let tensor = d.is_some_and(is_tensor_desc);
-            let shape = d.filter(|_| tensor).and_then(static_shape);
-            let bytes = match (dtype, &shape) {
-                (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
-                _ => None,
-            };
-            let planned = bytes.is_some();
+        for (i, out) in outs.into_iter().enumerate() {
+            let planned = out.bytes.is_some();
             dynamic |= !planned;
-            let space = out_spaces.get(i).copied().unwrap_or(0);
+            let space = out.space.as_ref().map_or(0, |s| self.space_index(s));
             if !planned && space != 0 {
                 return Err(lower_err(
                     graph,
@@ -598,27 +674,24 @@ impl<'e> Lowering<'e> {
                 ));
             }
             let slot = Slot {
-                name: self.slot_name(n, i),
-                dtype,
-                shape: shape.filter(|_| planned),
+                name: out.name,
+                dtype: out.dtype,
+                shape: out.shape,
                 storage: Storage::Dynamic(u32::MAX),
-                bytes: bytes.unwrap_or(0),
+                bytes: out.bytes.unwrap_or(0),
                 producer: Some(step),
                 view: false,
                 space,
             };
             outputs.push(self.push_slot(n, i, slot, None, planned));
-            used.push(!node.peers_of_output(i).is_empty());
+            used.push(out.used);
         }
-        let engine = self.interned(engine_name);
-        let op_type = self.interned(op.op_type());
-        let kernel_name = self.interned(kernel_name);
         let stream = u32::try_from(op.stream_id()).ok();
         let workspace = op
             .compile_state()
             .map(|c| c.workspace_bytes.clone())
             .unwrap_or_default();
-        let shapes = self.shapes_text(op);
+        let shapes = self.interned(shapes);
         self.steps.push(Step {
             shapes,
             node: op.name().to_string(),
@@ -642,51 +715,7 @@ impl<'e> Lowering<'e> {
     }
 }
 
-/// `[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`: the op's input and output shapes (`?` for an
-/// unknown dim, `[*]` for an unknown rank, `-` for an absent optional input).
 impl Lowering<'_> {
-    /// The op's shapes as the profiler prints them (`[1,16] [1,16] -> [1,16]`), one shared
-    /// text per distinct value.
-    fn shapes_text(&mut self, op: &rge_ir::OpDesc) -> Arc<str> {
-        use std::fmt::Write as _;
-        fn one(out: &mut String, d: Option<&TensorDesc>) {
-            let Some(d) = d else {
-                out.push('-');
-                return;
-            };
-            let s = d.shape();
-            if s.is_unknown_rank() {
-                out.push_str("[*]");
-                return;
-            }
-            out.push('[');
-            for (k, &x) in s.dims().iter().enumerate() {
-                if k > 0 {
-                    out.push(',');
-                }
-                if x < 0 {
-                    out.push('?');
-                } else {
-                    let _ = write!(out, "{x}");
-                }
-            }
-            out.push(']');
-        }
-        fn list<'d>(out: &mut String, descs: impl Iterator<Item = Option<&'d TensorDesc>>) {
-            for (i, d) in descs.enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                one(out, d);
-            }
-        }
-        let mut text = String::new();
-        list(&mut text, (0..op.input_count()).map(|i| op.input(i)));
-        text.push_str(" -> ");
-        list(&mut text, (0..op.output_count()).map(|i| op.output(i)));
-        self.interned(&text)
-    }
-
     /// One shared copy of `text` per lowering: per-step texts that repeat (shapes, op types,
     /// engine and kernel names) cost one allocation each, not one per step.
     pub(crate) fn interned(&mut self, text: &str) -> Arc<str> {
@@ -753,6 +782,23 @@ pub fn effective_engine(op: &rge_ir::OpDesc) -> &str {
     }
 }
 
+/// How the lowering loop handles a node.
+#[derive(Clone, Copy)]
+enum Lower {
+    /// A transfer node.
+    Transfer,
+    /// Through its engine's converter.
+    With(Converter),
+    /// An engine not in the set: looked up in turn (and reported by the converter).
+    Unknown,
+}
+
+/// The converter registered for `engine` at its placement.
+fn converter_of(env: &LowerEnv<'_>, engine: &str) -> Option<Converter> {
+    let placement = Placement::of(Some(env.engines.manager()), engine);
+    env.engines.converters().get(engine, placement)
+}
+
 /// Lowers graph `g` of `graph` into a program.
 pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> RuntimeResult<Program> {
     let order = rge_ops::topo_order(graph, g).map_err(|e| RuntimeError::Other(e.to_string()))?;
@@ -778,44 +824,72 @@ pub fn lower_graph(env: &LowerEnv<'_>, graph: &ComputeGraph, g: GraphId) -> Runt
         spaces: Vec::new(),
         flat: Default::default(),
         interned: HashMap::new(),
+        ready: None,
+        def_names: HashMap::new(),
+        deferred: Vec::new(),
     };
     let mut ctrl: Vec<(u32, u32)> = Vec::new();
     let taken = env.taken.filter(|_| g == graph.root());
     let mut early = taken.map(|t| crate::release::EarlyRelease::new(graph, t));
-    for &n in &order {
-        let op = graph
-            .op(n)
-            .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
-        let engine = effective_engine(op);
-        let placement = Placement::of(Some(env.engines.manager()), engine);
-        // Engines that bring kernels and no converter of their own get the standard lowering
-        // (one launch step); kernel_step says so when the engine has no kernels.
-        let conv = env
-            .engines
-            .converters()
-            .get(engine, placement)
-            .unwrap_or(lower_kernel_node);
-        let before = cx.steps.len();
-        if op.op_type() == crate::transfer::TRANSFER_OP {
-            cx.transfer_step(n)?;
-        } else {
-            conv(&mut cx, n)?;
-        }
-        if let (Some(early), Some(taken)) = (early.as_mut(), taken) {
-            for k in early.after_node(graph, n, &cx.steps[before..], &cx.slots, taken) {
-                cx.consts[k] = cx.consts[k].released();
+    // Each engine's converter, and whether it is the standard one (one launch step).
+    let converters: Vec<(&str, Converter, bool)> = {
+        let manager = env.engines.manager();
+        manager
+            .ids()
+            .map(|id| {
+                let engine = manager.name(id);
+                match converter_of(env, engine) {
+                    Some(c) => (
+                        engine,
+                        c,
+                        std::ptr::fn_addr_eq(c, lower_kernel_node as Converter),
+                    ),
+                    None => (engine, lower_kernel_node as Converter, true),
+                }
+            })
+            .collect()
+    };
+    for window in order.chunks(crate::lower_prep::WINDOW) {
+        let entries = cx.prepare_window(window, &converters);
+        for (&n, (how, prepared)) in window.iter().zip(entries) {
+            cx.ready = prepared.map(|p| (n, p));
+            let before = cx.steps.len();
+            let lowered = match how {
+                Lower::Transfer => cx.transfer_step(n),
+                Lower::With(conv) => conv(&mut cx, n),
+                Lower::Unknown => {
+                    let op = graph
+                        .op(n)
+                        .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+                    // Engines that bring kernels and no converter of their own get the
+                    // standard lowering (one launch step); kernel_step says so when the
+                    // engine has no kernels.
+                    let conv = converter_of(env, effective_engine(op)).unwrap_or(lower_kernel_node);
+                    conv(&mut cx, n)
+                }
+            };
+            if let Err(e) = lowered {
+                // A kernel of an earlier node that fails to build is the first error.
+                cx.build_deferred()?;
+                return Err(e);
             }
-        }
-        if cx.steps.len() > before {
-            let node = graph
-                .node(n)
-                .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
-            for p in node.in_ctrl_peers() {
-                if let Some(v) = cx.eff.get(&p.node) {
-                    ctrl.extend(v.iter().map(|&s| (s, before as u32)));
+            if let (Some(early), Some(taken)) = (early.as_mut(), taken) {
+                for k in early.after_node(graph, n, &cx.steps[before..], &cx.slots, taken) {
+                    cx.consts[k] = cx.consts[k].released();
+                }
+            }
+            if cx.steps.len() > before {
+                let node = graph
+                    .node(n)
+                    .ok_or_else(|| RuntimeError::Other("stale node id".into()))?;
+                for p in node.in_ctrl_peers() {
+                    if let Some(v) = cx.eff.get(&p.node) {
+                        ctrl.extend(v.iter().map(|&s| (s, before as u32)));
+                    }
                 }
             }
         }
+        cx.build_deferred()?;
     }
     crate::assemble::finish(cx, g, graph, ctrl)
 }

@@ -1,0 +1,227 @@
+//! The parts of a kernel node's lowering that read only the graph and the engines, done on the
+//! session's threads around the sequential pass: before it, each node's kernel definition,
+//! output slots and texts ([`Prepared`]); after it, the kernels of steps without constant
+//! inputs ([`Deferred`]). A constant input keeps its kernel built in order, because the early
+//! release (`crate::release`) drops a weight as soon as its readers' kernels absorbed it.
+//!
+//! Nodes go through in windows, so that what is prepared and not yet used stays bounded (a
+//! million-node graph holds one window's worth).
+
+use smallvec::SmallVec;
+
+use rge_ir::{AttrValue, ComputeGraph, NodeId, TensorDesc};
+use rge_kernels::{DType, Kernel, KernelDef, KernelInit, KernelResult, MemSpace};
+
+use crate::engines::EngineSet;
+use crate::error::RuntimeResult;
+use crate::lower::{
+    bytes_of, effective_engine, is_tensor_desc, lower_err, opset_in, static_shape, KERNEL_ATTR,
+    SUBGRAPH_ATTRS_ATTR,
+};
+use crate::program::Dims;
+
+/// Nodes prepared at once.
+pub(crate) const WINDOW: usize = 4096;
+
+/// One output of a kernel step, as its slot will be.
+pub(crate) struct OutSlot {
+    pub name: String,
+    pub dtype: Option<DType>,
+    /// The static shape of a planned tensor output.
+    pub shape: Option<Dims>,
+    /// Byte size when planned (a tensor of static shape and fixed-size dtype).
+    pub bytes: Option<usize>,
+    /// The space of the kernel definition's output, when it is not the host's.
+    pub space: Option<MemSpace>,
+    /// True when something reads it.
+    pub used: bool,
+}
+
+/// What the step of kernel node `n` needs that does not depend on the nodes lowered before it.
+pub(crate) struct Prepared<'e> {
+    pub engine: &'e str,
+    pub def: &'e KernelDef,
+    pub domain: &'e str,
+    pub opset: i64,
+    pub input_types: Vec<Option<DType>>,
+    pub output_types: Vec<Option<DType>>,
+    pub subgraph_attrs: Vec<String>,
+    pub outputs: SmallVec<[OutSlot; 2]>,
+    /// The op's shapes as the profiler prints them (`[1,16] [1,16] -> [1,16]`).
+    pub shapes: String,
+}
+
+/// Selects the kernel of node `n` on its engine and describes its outputs: the checks (and
+/// errors) of a kernel step, without the kernel.
+pub(crate) fn prepare<'e>(
+    engines: &'e EngineSet,
+    opsets: &[(String, i64)],
+    graph: &'e ComputeGraph,
+    n: NodeId,
+) -> RuntimeResult<Prepared<'e>> {
+    let stale = || crate::error::RuntimeError::Other("stale node id".into());
+    let op = graph.op(n).ok_or_else(stale)?;
+    let node = graph.node(n).ok_or_else(stale)?;
+    let engine_name = effective_engine(op);
+    let engine = engines.engine(engine_name).ok_or_else(|| {
+        lower_err(
+            graph,
+            n,
+            format!("engine `{engine_name}` is not in the engine set"),
+        )
+    })?;
+    let set = engine
+        .kernel_store()
+        .and_then(|s| s.kernel_set())
+        .ok_or_else(|| lower_err(graph, n, format!("engine `{engine_name}` has no kernels")))?;
+    let domain = rge_engine::op_domain(op);
+    let opset = op.opset().unwrap_or_else(|| opset_in(opsets, domain));
+    let def = set.select(op, domain, opset).map_err(|why| {
+        lower_err(
+            graph,
+            n,
+            format!("engine `{engine_name}` cannot run it: {why}"),
+        )
+    })?;
+    // A saved compiled model names the kernel it was compiled for: another engine set
+    // (a different build, missing plugin) must not silently run something else.
+    if let Ok(Some(saved)) = op.attrs().get_str(KERNEL_ATTR) {
+        if saved != def.name {
+            return Err(lower_err(
+                graph,
+                n,
+                format!(
+                    "compiled for kernel `{saved}`, but engine `{engine_name}` of this engine set selects `{}`: the model was written by a different engine set; compile it again",
+                    def.name
+                ),
+            ));
+        }
+    }
+    let (input_types, output_types) = rge_kernels::port_types(op);
+    let subgraph_attrs = match op.attrs().get(SUBGRAPH_ATTRS_ATTR) {
+        Some(AttrValue::ListString(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    let engine_space = engine.memory_space();
+    let name = op.name();
+    let outputs = (0..op.output_count())
+        .map(|i| {
+            let d = op.output(i);
+            let dtype = output_types[i];
+            let shape = d.filter(|d| is_tensor_desc(d)).and_then(static_shape);
+            let bytes = match (dtype, &shape) {
+                (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
+                _ => None,
+            };
+            let space = def.output(i).space.as_ref().unwrap_or(&engine_space);
+            OutSlot {
+                name: format!("{name}:{i}"),
+                dtype,
+                shape: shape.filter(|_| bytes.is_some()),
+                bytes,
+                space: (!space.is_host()).then(|| space.clone()),
+                used: !node.peers_of_output(i).is_empty(),
+            }
+        })
+        .collect();
+    Ok(Prepared {
+        // The engine's own name: one address per engine (`Lowering::def_names` keys on it).
+        engine: engine.name(),
+        def,
+        domain,
+        opset,
+        input_types,
+        output_types,
+        subgraph_attrs,
+        outputs,
+        shapes: shapes_text(op),
+    })
+}
+
+/// `[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`: the op's input and output shapes (`?` for an
+/// unknown dim, `[*]` for an unknown rank, `-` for an absent optional input).
+pub(crate) fn shapes_text(op: &rge_ir::OpDesc) -> String {
+    use std::fmt::Write as _;
+    fn one(out: &mut String, d: Option<&TensorDesc>) {
+        let Some(d) = d else {
+            out.push('-');
+            return;
+        };
+        let s = d.shape();
+        if s.is_unknown_rank() {
+            out.push_str("[*]");
+            return;
+        }
+        out.push('[');
+        for (k, &x) in s.dims().iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            if x < 0 {
+                out.push('?');
+            } else {
+                let _ = write!(out, "{x}");
+            }
+        }
+        out.push(']');
+    }
+    fn list<'d>(out: &mut String, descs: impl Iterator<Item = Option<&'d TensorDesc>>) {
+        for (i, d) in descs.enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            one(out, d);
+        }
+    }
+    let mut text = String::new();
+    list(&mut text, (0..op.input_count()).map(|i| op.input(i)));
+    text.push_str(" -> ");
+    list(&mut text, (0..op.output_count()).map(|i| op.output(i)));
+    text
+}
+
+/// A step whose kernel is built after the window's sequential pass.
+pub(crate) struct Deferred<'e> {
+    pub step: u32,
+    pub node: NodeId,
+    pub def: &'e KernelDef,
+    pub domain: &'e str,
+    pub opset: i64,
+    pub input_types: Vec<Option<DType>>,
+    pub output_types: Vec<Option<DType>>,
+    pub subgraph_attrs: Vec<String>,
+}
+
+impl Deferred<'_> {
+    /// Builds the kernel (no input is a constant).
+    pub(crate) fn build(&self, graph: &ComputeGraph) -> RuntimeResult<Box<dyn Kernel>> {
+        let op = graph
+            .op(self.node)
+            .ok_or_else(|| crate::error::RuntimeError::Other("stale node id".into()))?;
+        let count = graph.node(self.node).map_or(0, |nd| nd.in_data_count());
+        let constants = vec![None; count];
+        let init = KernelInit {
+            node_name: op.name(),
+            op_type: op.op_type(),
+            domain: self.domain,
+            opset: self.opset,
+            attrs: op.attrs(),
+            input_types: &self.input_types,
+            output_types: &self.output_types,
+            subgraph_attrs: &self.subgraph_attrs,
+            constants: &constants,
+        };
+        (self.def.factory)(&init).map_err(|e| lower_err(graph, self.node, e.to_string()))
+    }
+}
+
+/// Stands in a deferred step until its kernel is built; never computed.
+pub(crate) struct PendingKernel;
+
+impl Kernel for PendingKernel {
+    fn compute(&self, _: &mut rge_kernels::KernelCtx<'_>) -> KernelResult<()> {
+        Err(rge_kernels::KernelError::invalid(
+            "internal: a lowered step's kernel was never built",
+        ))
+    }
+}
