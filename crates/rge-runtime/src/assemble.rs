@@ -265,7 +265,10 @@ pub(crate) fn finish(
         *d = (unit[d.0 as usize], unit[d.1 as usize]);
     }
     deps.retain(|(a, b)| a != b);
-    deps.sort_unstable();
+    {
+        use rayon::slice::ParallelSliceMut as _;
+        deps.par_sort_unstable();
+    }
     deps.dedup();
     let mut pred_count = vec![0u32; nsteps];
     let mut succ_start = vec![0u32; nsteps + 1];

@@ -30,17 +30,21 @@ impl OptPass for SiluFusion {
     fn run(&self, g: &mut ComputeGraph) -> Result<usize, String> {
         let mut done = 0;
         for s in root_nodes(g) {
-            if !is_op(g, s, "Sigmoid") || !removable(g, s) {
-                continue;
-            }
-            let Some(x) = producer(g, s, 0) else { continue };
-            if !matches!(out_dtype(g, x), Some(DataType::Float | DataType::Double)) {
+            // The pattern's shape first; the costlier checks (graph outputs, dtypes) only on
+            // a match.
+            if !is_op(g, s, "Sigmoid") {
                 continue;
             }
             let Some((m, _)) = single_reader(g, s, 0) else {
                 continue;
             };
+            let Some(x) = producer(g, s, 0) else { continue };
             if !is_op(g, m, "Mul") || other_input(g, m, s.out(0)).is_none_or(|(_, o)| o != x) {
+                continue;
+            }
+            if !removable(g, s)
+                || !matches!(out_dtype(g, x), Some(DataType::Float | DataType::Double))
+            {
                 continue;
             }
             let x_desc = out_desc(g, x).cloned().unwrap_or_default();

@@ -340,16 +340,20 @@ pub fn memory_deps(reqs: &[BufferReq], offsets: &[usize]) -> Vec<(u32, u32)> {
     // Skyline: start → (end, buffer) of the latest buffer over each byte range.
     let mut sky: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
     let mut deps = Vec::new();
+    // Reused for every buffer (one allocation each per buffer was a fifth of this function).
+    let mut hits: Vec<(usize, usize, usize)> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
     for &b in &order {
         let lo = offsets[b];
         let hi = lo + aligned(reqs[b].size);
-        let hits: Vec<(usize, usize, usize)> = sky
-            .range(..hi)
-            .rev()
-            .take_while(|(_, &(end, _))| end > lo)
-            .map(|(&s, &(e, a))| (s, e, a))
-            .collect();
-        let mut seen: Vec<usize> = Vec::new();
+        hits.clear();
+        hits.extend(
+            sky.range(..hi)
+                .rev()
+                .take_while(|(_, &(end, _))| end > lo)
+                .map(|(&s, &(e, a))| (s, e, a)),
+        );
+        seen.clear();
         for &(s, e, a) in &hits {
             sky.remove(&s);
             if s < lo {
