@@ -569,20 +569,8 @@ impl<'e> Lowering<'e> {
         let outputs = (0..op.output_count())
             .map(|i| {
                 let d = op.output(i);
-                let dtype = d.and_then(DType::from_desc);
-                let shape = d.filter(|d| is_tensor_desc(d)).and_then(static_shape);
-                let bytes = match (dtype, &shape) {
-                    (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
-                    _ => None,
-                };
-                OutSlot {
-                    name: self.slot_name(n, i),
-                    dtype,
-                    shape: shape.filter(|_| bytes.is_some()),
-                    bytes,
-                    space: (i == 0 && !space.is_host()).then(|| space.clone()),
-                    used: !node.peers_of_output(i).is_empty(),
-                }
+                let space = (i == 0 && !space.is_host()).then(|| space.clone());
+                OutSlot::of(op, node, i, d.and_then(DType::from_desc), space)
             })
             .collect();
         let shapes = shapes_text(op);

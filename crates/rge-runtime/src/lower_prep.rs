@@ -37,6 +37,35 @@ pub(crate) struct OutSlot {
     pub used: bool,
 }
 
+impl OutSlot {
+    /// Output `i` of `op` (at `node`) with element type `dtype`, in `space` (`None`: the
+    /// host's): planned when it is a tensor of static shape and fixed-size dtype.
+    pub(crate) fn of(
+        op: &rge_ir::OpDesc,
+        node: &rge_ir::Node,
+        i: usize,
+        dtype: Option<DType>,
+        space: Option<MemSpace>,
+    ) -> OutSlot {
+        let shape = op
+            .output(i)
+            .filter(|d| is_tensor_desc(d))
+            .and_then(static_shape);
+        let bytes = match (dtype, &shape) {
+            (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
+            _ => None,
+        };
+        OutSlot {
+            name: format!("{}:{i}", op.name()),
+            dtype,
+            shape: shape.filter(|_| bytes.is_some()),
+            bytes,
+            space,
+            used: !node.peers_of_output(i).is_empty(),
+        }
+    }
+}
+
 /// What the step of kernel node `n` needs that does not depend on the nodes lowered before it.
 pub(crate) struct Prepared<'e> {
     pub engine: &'e str,
@@ -103,25 +132,11 @@ pub(crate) fn prepare<'e>(
         _ => Vec::new(),
     };
     let engine_space = engine.memory_space();
-    let name = op.name();
     let outputs = (0..op.output_count())
         .map(|i| {
-            let d = op.output(i);
-            let dtype = output_types[i];
-            let shape = d.filter(|d| is_tensor_desc(d)).and_then(static_shape);
-            let bytes = match (dtype, &shape) {
-                (Some(dt), Some(s)) if !dt.is_string() => bytes_of(dt, s),
-                _ => None,
-            };
             let space = def.output(i).space.as_ref().unwrap_or(&engine_space);
-            OutSlot {
-                name: format!("{name}:{i}"),
-                dtype,
-                shape: shape.filter(|_| bytes.is_some()),
-                bytes,
-                space: (!space.is_host()).then(|| space.clone()),
-                used: !node.peers_of_output(i).is_empty(),
-            }
+            let space = (!space.is_host()).then(|| space.clone());
+            OutSlot::of(op, node, i, output_types[i], space)
         })
         .collect();
     Ok(Prepared {
