@@ -4,9 +4,9 @@
 #   bash bench/compile_ab.sh [--runs N] BIN_A BIN_B [MODEL]
 #
 # Runs `BIN compile MODEL -v` N times per binary, in A B B A order, and prints each stage's
-# minimum and median per binary with B ÷ A. The order alternates because on this project's VMs
-# the run right after another large compile starts on memory the host has just taken back
-# (docs/bench.md, "On a VM …"): with A always first, B read 10–30% slower with A = B.
+# minimum and median per binary with B ÷ A. The order alternates so that what the previous
+# process left (memory the host may take back: docs/bench.md, "On a VM …") falls on both alike;
+# the VM's own noise stays (a binary against itself: ±13% on a stage), so repeat.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=8
