@@ -172,13 +172,10 @@ pub(crate) fn finish(
             .filter(|(b, _)| slots[*b as usize].space == space)
             .collect()
     };
-    let requests = |groups: &[&(u32, std::ops::Range<usize>)]| -> Vec<BufferReq> {
-        groups.iter().map(|g| req_of(g)).collect()
-    };
     // Each memory space has its own arena plan; the host's is the program's main plan.
     let host_groups = space_groups(0);
     let bufs: Vec<u32> = host_groups.iter().map(|(b, _)| *b).collect();
-    let reqs: Vec<BufferReq> = requests(&host_groups);
+    let reqs: Vec<BufferReq> = host_groups.iter().map(|g| req_of(g)).collect();
     // In-place writers wait for the other readers of the buffer they write over. Readers before
     // the buffer's previous in-place writer already precede that writer, which precedes this
     // one (this one reads what it or a later step made): one window of readers per writer.
@@ -216,7 +213,7 @@ pub(crate) fn finish(
         let idx = k as u8 + 1;
         let sgroups = space_groups(idx);
         let sbufs: Vec<u32> = sgroups.iter().map(|(b, _)| *b).collect();
-        let sreqs: Vec<BufferReq> = requests(&sgroups);
+        let sreqs: Vec<BufferReq> = sgroups.iter().map(|g| req_of(g)).collect();
         let (soffsets, sarena) = plan::place(&sreqs);
         deps.extend(plan::memory_deps(&sreqs, &soffsets));
         for (j, b) in sbufs.iter().enumerate() {

@@ -9,12 +9,14 @@ use hashbrown::{HashMap, HashSet};
 use smallvec::SmallVec;
 
 use rge_ir::{attr_names, op_types, AttrValue, ComputeGraph, GraphId, NodeId, TensorDesc};
-use rge_kernels::{tensor_from_ir, DType, Kernel, KernelDef, KernelInit, MemSpace, Tensor};
+use rge_kernels::{tensor_from_ir, DType, Kernel, KernelDef, MemSpace, Tensor};
 
 use crate::converters::{Converter, Placement};
 use crate::engines::{is_local_op, EngineSet};
 use crate::error::{RuntimeError, RuntimeResult};
-use crate::lower_prep::{prepare, shapes_text, Deferred, OutSlot, PendingKernel, Prepared};
+use crate::lower_prep::{
+    prepare, select_kernel, shapes_text, Deferred, Lower, OutSlot, PendingKernel, Prepared,
+};
 use crate::program::{Dims, InputSource, InputSpec, Program, Slot, Step, Storage};
 
 /// The node attribute a saved compiled model records the kernel of each node in.
@@ -74,8 +76,13 @@ pub fn graph_opsets(graph: &ComputeGraph) -> Vec<(String, i64)> {
         .unwrap_or_default()
 }
 
+/// The name of output `i` of node `node` in messages (`node:i`).
+pub(crate) fn slot_name(node: &str, i: usize) -> String {
+    format!("{node}:{i}")
+}
+
 /// A step's engine, op type and kernel name.
-type StepNames = [Arc<str>; 3];
+pub(crate) type StepNames = [Arc<str>; 3];
 
 /// Lowering state of one graph; converters call its methods.
 pub struct Lowering<'e> {
@@ -104,11 +111,11 @@ pub struct Lowering<'e> {
     /// Each distinct shapes text, op type, engine and kernel name once.
     interned: HashMap<Box<str>, Arc<str>>,
     /// [`Lowering::def_names`] by (definition, engine name) address.
-    def_names: HashMap<(usize, usize), StepNames>,
+    pub(crate) def_names: HashMap<(usize, usize), StepNames>,
     /// The node being lowered, prepared ahead when it is a kernel node (`lower_prep`).
-    ready: Option<(NodeId, Prepared<'e>)>,
+    pub(crate) ready: Option<(NodeId, Prepared<'e>)>,
     /// Steps of the current window whose kernels are built after it.
-    deferred: Vec<Deferred<'e>>,
+    pub(crate) deferred: Vec<Deferred<'e>>,
 }
 
 pub(crate) fn lower_err(graph: &ComputeGraph, n: NodeId, msg: impl Into<String>) -> RuntimeError {
@@ -187,7 +194,7 @@ impl<'e> Lowering<'e> {
     }
 
     pub(crate) fn slot_name(&self, n: NodeId, i: usize) -> String {
-        format!("{}:{i}", self.graph.name_of(n))
+        slot_name(self.graph.name_of(n), i)
     }
 
     /// Makes output `i` of `n` a view of `src` with the output's static shape, when the bytes
@@ -397,38 +404,21 @@ impl<'e> Lowering<'e> {
             _ => prepare(self.env.engines, &self.env.opsets, self.graph, n)?,
         };
         let constants = self.constant_inputs(n)?;
-        let step = self.steps.len() as u32;
+        let def = p.kernel.def;
         // Without a constant input, nothing orders the kernel's build: it is built with the
         // window's others on the session's threads (`lower_prep`).
         let kernel: Box<dyn Kernel> = if constants.iter().all(Option::is_none) {
             self.deferred.push(Deferred {
-                step,
+                step: self.steps.len() as u32,
                 node: n,
-                def: p.def,
-                domain: p.domain,
-                opset: p.opset,
-                input_types: p.input_types,
-                output_types: p.output_types,
-                subgraph_attrs: p.subgraph_attrs,
+                kernel: p.kernel,
             });
             Box::new(PendingKernel)
         } else {
-            let op = self.op(n)?;
-            let init = KernelInit {
-                node_name: op.name(),
-                op_type: op.op_type(),
-                domain: p.domain,
-                opset: p.opset,
-                attrs: op.attrs(),
-                input_types: &p.input_types,
-                output_types: &p.output_types,
-                subgraph_attrs: &p.subgraph_attrs,
-                constants: &constants,
-            };
-            (p.def.factory)(&init).map_err(|e| lower_err(self.graph, n, e.to_string()))?
+            p.kernel.build(self.graph, n, &constants)?
         };
-        let in_place = kernel.reuse_input().or(p.def.in_place);
-        let names = self.def_names(p.def, p.engine);
+        let in_place = kernel.reuse_input().or(def.in_place);
+        let names = self.def_names(def, p.engine);
         self.push_step(n, names, kernel, p.outputs, &p.shapes, in_place)
     }
 
@@ -445,62 +435,6 @@ impl<'e> Lowering<'e> {
         ];
         self.def_names.insert(key, names.clone());
         names
-    }
-
-    /// Builds the kernels of the deferred steps (in parallel); the first error in step order.
-    pub(crate) fn build_deferred(&mut self) -> RuntimeResult<()> {
-        use rayon::prelude::*;
-        if self.deferred.is_empty() {
-            return Ok(());
-        }
-        let graph = self.graph;
-        let built: Vec<RuntimeResult<Box<dyn Kernel>>> = self
-            .deferred
-            .par_iter()
-            .with_min_len(64)
-            .map(|d| d.build(graph))
-            .collect();
-        for (d, k) in self.deferred.drain(..).zip(built) {
-            let k = k?;
-            let step = &mut self.steps[d.step as usize];
-            step.in_place = k.reuse_input().or(d.def.in_place);
-            step.kernel = k;
-        }
-        Ok(())
-    }
-
-    /// How each node of `window` is lowered, and the kernel nodes among them prepared
-    /// ([`Prepared`]), on the session's threads. A node whose preparation fails is left to its
-    /// turn, which reports the error in order.
-    fn prepare_window(
-        &self,
-        window: &[NodeId],
-        converters: &[(&'e str, Converter, bool)],
-    ) -> Vec<(Lower, Option<Prepared<'e>>)> {
-        use rayon::prelude::*;
-        let (engines, opsets, graph) = (self.env.engines, self.env.opsets.as_slice(), self.graph);
-        window
-            .par_iter()
-            .with_min_len(64)
-            .map(|&n| {
-                let Some(op) = graph.op(n) else {
-                    return (Lower::Unknown, None);
-                };
-                let t = op.op_type();
-                if t == crate::transfer::TRANSFER_OP {
-                    return (Lower::Transfer, None);
-                }
-                let engine = effective_engine(op);
-                let Some(&(_, conv, standard)) = converters.iter().find(|(e, _, _)| *e == engine)
-                else {
-                    return (Lower::Unknown, None);
-                };
-                let prepared = (standard && !is_local_op(t))
-                    .then(|| prepare(engines, opsets, graph, n).ok())
-                    .flatten();
-                (Lower::With(conv), prepared)
-            })
-            .collect()
     }
 
     /// The inputs of `n` that are constants of the program, as the kernel will see them (a
@@ -589,34 +523,11 @@ impl<'e> Lowering<'e> {
         &self,
         n: NodeId,
     ) -> RuntimeResult<Option<(String, Box<dyn Kernel>)>> {
-        let op = self.op(n)?;
-        let graph = self.graph;
-        let Some(engine) = self.env.engines.engine(effective_engine(op)) else {
+        let Ok((_, spec)) = select_kernel(self.env.engines, &self.env.opsets, self.graph, n) else {
             return Ok(None);
         };
-        let Some(set) = engine.kernel_store().and_then(|s| s.kernel_set()) else {
-            return Ok(None);
-        };
-        let domain = rge_engine::op_domain(op);
-        let opset = op.opset().unwrap_or_else(|| self.env.opset(domain));
-        let Ok(def) = set.select(op, domain, opset) else {
-            return Ok(None);
-        };
-        let (input_types, output_types) = rge_kernels::port_types(op);
-        let constants = self.constant_inputs(n)?;
-        let init = KernelInit {
-            node_name: op.name(),
-            op_type: op.op_type(),
-            domain,
-            opset,
-            attrs: op.attrs(),
-            input_types: &input_types,
-            output_types: &output_types,
-            subgraph_attrs: &[],
-            constants: &constants,
-        };
-        let kernel = (def.factory)(&init).map_err(|e| lower_err(graph, n, e.to_string()))?;
-        Ok(Some((def.name.clone(), kernel)))
+        let kernel = spec.build(self.graph, n, &self.constant_inputs(n)?)?;
+        Ok(Some((spec.def.name.clone(), kernel)))
     }
 
     /// Pushes the launch step of `n`: its input and output slots.
@@ -768,17 +679,6 @@ pub fn effective_engine(op: &rge_ir::OpDesc) -> &str {
         "" => "cpu",
         e => e,
     }
-}
-
-/// How the lowering loop handles a node.
-#[derive(Clone, Copy)]
-enum Lower {
-    /// A transfer node.
-    Transfer,
-    /// Through its engine's converter.
-    With(Converter),
-    /// An engine not in the set: looked up in turn (and reported by the converter).
-    Unknown,
 }
 
 /// The converter registered for `engine` at its placement.
