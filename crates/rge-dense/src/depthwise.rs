@@ -46,7 +46,7 @@ impl DwGeometry {
     }
 }
 
-use crate::gather::gather_strided;
+use crate::gather::{deinterleave, gather_strided};
 /// The instruction sets the kernel is compiled for: the GEMM's, detected the same way.
 pub use crate::gemm::Isa;
 use crate::gemm::{activation, Activation};
@@ -113,29 +113,50 @@ impl DwPlan {
     fn split_phases(&self, x: &[f32], phases: &mut [f32]) {
         let g = &self.g;
         let (sh, sw) = (g.stride_h.max(1), g.stride_w.max(1));
+        // Per phase column: its columns `[c_lo, c_hi)` whose padded column c·sw + pc is inside
+        // the image, and the image column of `c_lo` (below sw).
+        let cols = |pc: usize| {
+            let c_lo = g.pad_left.saturating_sub(pc).div_ceil(sw);
+            let end = g.pad_left + g.w;
+            let c_hi = if end > pc {
+                (end - pc).div_ceil(sw).min(self.wq)
+            } else {
+                0
+            };
+            (c_lo, c_hi.max(c_lo), c_lo * sw + pc - g.pad_left)
+        };
         for pr in 0..sh {
+            let rows = (0..self.hq).filter_map(|r| {
+                let iy = (r * sh + pr) as isize - g.pad_top as isize;
+                (iy >= 0 && (iy as usize) < g.h).then_some((r, iy as usize))
+            });
+            if sw == 2 {
+                // Both phase columns in one pass: the image columns of one start at 0, the
+                // other's at 1.
+                let (a, b) = (cols(0), cols(1));
+                let (even_pc, even, odd) = if a.2 == 0 { (0, a, b) } else { (1, b, a) };
+                let base = pr * sw * self.phase_stride;
+                let (p0, p1) = phases[base..].split_at_mut(self.phase_stride);
+                let (pe, po) = if even_pc == 0 { (p0, p1) } else { (p1, p0) };
+                for (r, iy) in rows {
+                    let src = &x[iy * g.w..(iy + 1) * g.w];
+                    deinterleave(
+                        src,
+                        &mut pe[r * self.wq + even.0..r * self.wq + even.1],
+                        &mut po[r * self.wq + odd.0..r * self.wq + odd.1],
+                    );
+                }
+                continue;
+            }
             for pc in 0..sw {
-                let img = &mut phases[(pr * sw + pc) * self.phase_stride..];
-                // Columns `c` of this phase with padded column c·sw + pc inside the image.
-                let c_lo = g.pad_left.saturating_sub(pc).div_ceil(sw);
-                let end = g.pad_left + g.w;
-                let c_hi = if end > pc {
-                    (end - pc).div_ceil(sw).min(self.wq)
-                } else {
-                    0
-                };
-                if c_hi <= c_lo {
+                let (c_lo, c_hi, first) = cols(pc);
+                if c_hi == c_lo {
                     continue;
                 }
-                let first = c_lo * sw + pc - g.pad_left;
-                for r in 0..self.hq {
-                    let iy = (r * sh + pr) as isize - g.pad_top as isize;
-                    if iy < 0 || iy as usize >= g.h {
-                        continue;
-                    }
-                    let src = &x[iy as usize * g.w + first..];
-                    let dst = &mut img[r * self.wq + c_lo..r * self.wq + c_hi];
-                    gather_strided(dst, src, sw);
+                let img = &mut phases[(pr * sw + pc) * self.phase_stride..];
+                for (r, iy) in rows.clone() {
+                    let src = &x[iy * g.w + first..];
+                    gather_strided(&mut img[r * self.wq + c_lo..r * self.wq + c_hi], src, sw);
                 }
             }
         }
@@ -313,6 +334,7 @@ mod tests {
             (30, 33, 3, 3, 2, 2, 1, 1),
             (9, 40, 3, 5, 1, 2, 1, 2),
             (11, 6, 1, 3, 2, 1, 2, 1),
+            (17, 19, 3, 3, 2, 2, 2, 3),
             (6, 6, 3, 3, 1, 1, 1, 0),
         ] {
             let oh = (h + 2 * p - ((kh - 1) * d + 1)) / sh + 1;
