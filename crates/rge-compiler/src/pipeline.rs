@@ -283,12 +283,14 @@ impl Pipeline {
         Ok(placement)
     }
 
-    /// The re-assign passes over a placement, recorded on the ops.
+    /// The re-assign passes over a placement, recorded on the ops (every node's record when
+    /// `record_all`, else the moved nodes').
     fn reassign(
         &self,
         graph: &mut ComputeGraph,
         placement: &mut Placement,
         attributed: &[NodeId],
+        record_all: bool,
     ) -> CompileResult<()> {
         let excl = self.manager.exclusions(&self.options)?;
         let ctx = ReassignCtx {
@@ -300,7 +302,12 @@ impl Pipeline {
         for p in &self.reassign {
             p.run(&ctx, placement)?;
         }
-        crate::placer::record(graph, placement);
+        if record_all {
+            crate::placer::record(graph, placement);
+        } else {
+            // Placement recorded every node, and nothing changed them since but the moves.
+            crate::placer::record_reassigned(graph, placement);
+        }
         Ok(())
     }
 
@@ -546,12 +553,14 @@ impl Pipeline {
         let mut placement = self.stage("place", &mut graph, &mut run, |g| {
             self.placer(PlaceMode::Fresh).with_passes(Vec::new()).run(g)
         })?;
-        if self.run_inserted("place", &mut graph, &mut run)? {
+        // Passes inserted after placement may edit the ops: then every record is made again.
+        let edited = self.run_inserted("place", &mut graph, &mut run)?;
+        if edited {
             placement = self.place_new(placement, &mut graph)?;
             attributed = placement.nodes().to_vec();
         }
         self.stage("reassign", &mut graph, &mut run, |g| {
-            self.reassign(g, &mut placement, &attributed)
+            self.reassign(g, &mut placement, &attributed, edited)
         })?;
         let mut placement =
             self.run_inserted_placed("reassign", &mut graph, placement, &mut run)?;

@@ -394,6 +394,43 @@ fn a_failing_infer_stage_is_reported() {
     );
 }
 
+/// A node a re-assign pass moves is recorded on its op with its new engine (name and GE's
+/// attributes), the nodes it did not move with theirs: the pipeline records placement once
+/// and then only the moved nodes.
+#[test]
+fn reassigned_nodes_record_their_new_engine() {
+    let mut g = graph(&[
+        ("x", "Data", &[]),
+        ("mm", "MatMul", &["x", "x"]),
+        ("mm2", "MatMul", &["mm", "x"]),
+        ("out", "NetOutput", &["mm2"]),
+    ]);
+    set_attr(&mut g, "mm", rge_compiler::attr_names::HOST_EXEC_FLAG, true);
+    let model = Pipeline::new(manager(), CompileOptions::default())
+        .compile(g)
+        .unwrap();
+    let g = &model.graph;
+    for (name, engine) in [("mm", "host"), ("mm2", "dense")] {
+        let op = g.op(node(g, name)).unwrap();
+        assert_eq!(op.engine_name(), engine, "{name}");
+        assert!(!op.kernel_lib_name().is_empty(), "{name}");
+        assert_eq!(
+            op.attrs()
+                .get_str(rge_compiler::attr_names::LXFUSION_ENGINE_NAME)
+                .unwrap(),
+            Some(engine),
+            "{name}"
+        );
+        assert_eq!(
+            op.attrs()
+                .get_str(rge_compiler::attr_names::OP_KERNEL_LIB_NAME)
+                .unwrap(),
+            Some(op.kernel_lib_name()),
+            "{name}"
+        );
+    }
+}
+
 /// The whole pipeline on a 50k-node random graph (run with `--ignored`; prints its time).
 #[test]
 #[ignore]

@@ -5,11 +5,12 @@
 //! may capture compile-time state. An engine's kernel set answers placement's
 //! `check_supported` from its definitions, with a reason when no definition fits.
 
-use std::collections::BTreeMap;
+use hashbrown::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use rge_ir::OpDesc;
+use smallvec::SmallVec;
 
 use crate::dtype::DType;
 use crate::error::KernelResult;
@@ -361,8 +362,10 @@ fn port(ports: &[PortDef], i: usize) -> &PortDef {
 #[derive(Clone, Default)]
 pub struct KernelSet {
     /// Domain → op type → definitions: looked up by `&str`, no key built per lookup (this is
-    /// asked for every node by placement, transfers and lowering).
-    map: BTreeMap<String, BTreeMap<String, Vec<KernelDef>>>,
+    /// asked for every node by placement, transfers and lowering: hashed, since a string
+    /// comparison per level of a B-tree cost more than the rest of the selection). The
+    /// listings sort.
+    map: HashMap<String, HashMap<String, Vec<KernelDef>>>,
 }
 
 impl fmt::Debug for KernelSet {
@@ -402,14 +405,19 @@ impl KernelSet {
 
     /// Every (domain, op type), sorted.
     pub fn op_types(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.map
+        let mut all: Vec<(&str, &str)> = self
+            .map
             .iter()
             .flat_map(|(d, ops)| ops.keys().map(move |o| (d.as_str(), o.as_str())))
+            .collect();
+        all.sort_unstable();
+        all.into_iter()
     }
 
-    /// Every definition.
+    /// Every definition, by (domain, op type) sorted, then in the order added.
     pub fn iter(&self) -> impl Iterator<Item = &KernelDef> + '_ {
-        self.map.values().flat_map(|ops| ops.values().flatten())
+        self.op_types()
+            .flat_map(move |(d, o)| self.defs(d, o).iter())
     }
 
     pub fn len(&self) -> usize {
@@ -430,7 +438,13 @@ impl KernelSet {
                 format!("no kernel for op type {} of domain {domain}", op.op_type())
             });
         }
-        let (inputs, outputs) = port_types(op);
+        // Inline: selection runs several times per node (placement, compile, lowering).
+        let inputs: SmallVec<[Option<DType>; 4]> = (0..op.input_count())
+            .map(|i| op.input(i).and_then(DType::from_desc))
+            .collect();
+        let outputs: SmallVec<[Option<DType>; 2]> = (0..op.output_count())
+            .map(|i| op.output(i).and_then(DType::from_desc))
+            .collect();
         let mut why = Vec::new();
         for d in defs {
             if !d.serves(opset) {

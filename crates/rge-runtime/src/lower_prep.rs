@@ -207,7 +207,6 @@ pub(crate) fn prepare<'e>(
 /// `[1,3,224,224] [64,3,7,7] -> [1,64,112,112]`: the op's input and output shapes (`?` for an
 /// unknown dim, `[*]` for an unknown rank, `-` for an absent optional input).
 pub(crate) fn shapes_text(op: &rge_ir::OpDesc) -> String {
-    use std::fmt::Write as _;
     fn one(out: &mut String, d: Option<&TensorDesc>) {
         let Some(d) = d else {
             out.push('-');
@@ -226,7 +225,9 @@ pub(crate) fn shapes_text(op: &rge_ir::OpDesc) -> String {
             if x < 0 {
                 out.push('?');
             } else {
-                let _ = write!(out, "{x}");
+                // itoa, not `write!`: the text is made for every kernel node (the formatting
+                // machinery was most of it).
+                out.push_str(itoa::Buffer::new().format(x));
             }
         }
         out.push(']');
@@ -239,7 +240,7 @@ pub(crate) fn shapes_text(op: &rge_ir::OpDesc) -> String {
             one(out, d);
         }
     }
-    let mut text = String::new();
+    let mut text = String::with_capacity(32);
     list(&mut text, (0..op.input_count()).map(|i| op.input(i)));
     text.push_str(" -> ");
     list(&mut text, (0..op.output_count()).map(|i| op.output(i)));
