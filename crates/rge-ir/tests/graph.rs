@@ -386,6 +386,29 @@ fn verifier_catches_a_missing_subgraph() {
     assert!(err.contains("ghost") && err.contains("`p`"), "{err}");
 }
 
+/// On a graph large enough for the node checks to run in parts, every part's problems are
+/// reported, in node order.
+#[test]
+fn verifier_reports_problems_of_a_large_graph_in_node_order() {
+    let mut g = ComputeGraph::new("big");
+    let ids: Vec<NodeId> = (0..10_000)
+        .map(|i| g.add_root_node(op(&format!("n{i}"), "Relu", 0, 1)).unwrap())
+        .collect();
+    g.verify().unwrap();
+    for &k in &[7usize, 9_990] {
+        g.op_mut(ids[k])
+            .unwrap()
+            .add_input("extra", TensorDesc::default())
+            .unwrap();
+    }
+    let err = g.verify().unwrap_err().to_string();
+    let (first, last) = (
+        err.find("node `n7` has 0 in-data anchors for 1 input descs"),
+        err.find("node `n9990` has 0 in-data anchors for 1 input descs"),
+    );
+    assert!(first.is_some() && last.is_some() && first < last, "{err}");
+}
+
 #[test]
 fn structural_equality_sees_edges_and_attrs() {
     let build = |label: &str| {
