@@ -2,9 +2,16 @@
 
 /// `dst[k] = src[k·stride]`. Not inlined: inlined into the depthwise kernel's wide SIMD
 /// loops, the copy ran out of registers and spilled on every element (stride 2 cost 8× the
-/// filter itself). Stride 2 is written so that it vectorizes (a pair per output).
+/// filter itself).
 #[inline(never)]
 pub(crate) fn gather_strided(dst: &mut [f32], src: &[f32], stride: usize) {
+    gather_strided_inline(dst, src, stride)
+}
+
+/// [`gather_strided`] inlined into the build it is called from (im2col's loops have registers
+/// to spare). Stride 2 is written so that it vectorizes (a pair per output).
+#[inline(always)]
+pub(crate) fn gather_strided_inline(dst: &mut [f32], src: &[f32], stride: usize) {
     match stride {
         1 => dst.copy_from_slice(&src[..dst.len()]),
         2 => {

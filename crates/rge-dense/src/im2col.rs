@@ -2,7 +2,7 @@
 //! columns at a time into a thread-local buffer, each row's in-range columns copied as one run.
 
 use crate::depthwise::DwGeometry;
-use crate::gather::gather_strided;
+use crate::gather::gather_strided_inline;
 
 /// Floats of one im2col tile (1 MiB: it stays in a 2 MiB L2 while the GEMM packs it).
 pub(crate) const IM2COL_TILE_FLOATS: usize = 256 * 1024;
@@ -142,31 +142,11 @@ fn im2col_tile_scalar(
                     out[..r.lo].fill(0.0);
                     out[r.hi..].fill(0.0);
                     if r.hi > r.lo {
-                        gather_inline(&mut out[r.lo..r.hi], &src[r.first..], g.stride_w);
+                        gather_strided_inline(&mut out[r.lo..r.hi], &src[r.first..], g.stride_w);
                     }
                 }
             }
         }
-    }
-}
-
-/// `dst[k] = src[k·stride]`, inlined into the build it is called from (im2col's loops have
-/// registers to spare, unlike the depthwise kernels that call [`gather_strided`]).
-#[inline(always)]
-fn gather_inline(dst: &mut [f32], src: &[f32], stride: usize) {
-    match stride {
-        1 => dst.copy_from_slice(&src[..dst.len()]),
-        2 => {
-            let n = dst.len();
-            let pairs = n.saturating_sub(1).min(src.len() / 2);
-            for (d, pair) in dst[..pairs].iter_mut().zip(src.chunks_exact(2)) {
-                *d = pair[0];
-            }
-            for (k, d) in dst.iter_mut().enumerate().skip(pairs) {
-                *d = src[k * 2];
-            }
-        }
-        _ => gather_strided(dst, src, stride),
     }
 }
 
@@ -193,7 +173,7 @@ fn copy_row(src: &[f32], out: &mut [f32], ox0: usize, stride: usize, shift: isiz
     out[hi..].fill(0.0);
     if hi > lo {
         let first = ((ox0 + lo) as isize * stride as isize + shift) as usize;
-        gather_strided(&mut out[lo..hi], &src[first..], stride);
+        gather_strided_inline(&mut out[lo..hi], &src[first..], stride);
     }
 }
 
