@@ -239,6 +239,47 @@ fn blocking_edges() {
 }
 
 #[test]
+fn one_row_tiles() {
+    // A one-row tile (m = 1, and the last row of m = 13) runs its own kernel, k steps taken
+    // alternately by several accumulator sets: odd and even depths, one and several K blocks,
+    // partial panels, every store mode, raw B read in place and packed.
+    for m in [1, 13] {
+        for (n, k) in [
+            (1, 1),
+            (7, 2),
+            (31, 3),
+            (32, 255),
+            (33, 256),
+            (100, 257),
+            (64, 513),
+        ] {
+            for (pack_a, pack_b, ta, tb, beta) in [
+                (false, false, false, false, 0.0),
+                (false, true, false, false, 1.0),
+                (true, false, true, false, 0.5),
+                (false, false, true, true, -1.5),
+            ] {
+                let s = Spec {
+                    pack_a,
+                    pack_b,
+                    ta,
+                    tb,
+                    beta,
+                    bias: 1,
+                    act: if beta == 0.0 {
+                        Activation::None
+                    } else {
+                        Activation::Sigmoid
+                    },
+                    ..base(m, n, k)
+                };
+                run_spec(&s).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+            }
+        }
+    }
+}
+
+#[test]
 fn threads_split_rows_and_columns() {
     for (m, n, k, threads) in [
         (700, 40, 300, 2),

@@ -3,7 +3,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{dispatch_tile, micro, split_tile, store_tile, GemmSimd, Store, Tile};
+use super::{dispatch_tile, micro, micro_row, split_tile, store_tile, GemmSimd, Store, Tile};
 use crate::gemm::epilogue::Activation;
 
 pub(crate) use rge_simd::Avx2;
@@ -38,11 +38,21 @@ unsafe fn tile_rv<const R: usize, const NV: usize>(t: &Tile, st: &Store<'_>) {
     unsafe { micro::<Avx2, R, NV>(Avx2::new_unchecked(), t, st) }
 }
 
-/// A tile of ≤ 12 × 32 as 6×16 register tiles.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_row(t: &Tile, st: &Store<'_>) {
+    // SAFETY: only reached through `tile` for a one-row tile; contract forwarded.
+    unsafe { micro_row::<Avx2, 4, 2>(Avx2::new_unchecked(), t, st) }
+}
+
+/// A tile of ≤ 12 × 32 as 6×16 register tiles; a one-row tile whole, 8 accumulator chains.
 ///
 /// # Safety
 /// AVX2 and FMA must be available; the contract of [`super::run_tile`].
 pub(crate) unsafe fn tile(t: &Tile, st: &Store<'_>) {
+    if t.rows == 1 {
+        // SAFETY: forwarded contract.
+        return unsafe { tile_row(t, st) };
+    }
     split_tile::<6, 16>(t, 8, |sub, rows, nv| {
         // SAFETY: the sub-tile lies inside `t`, so the contract carries over.
         unsafe { dispatch_tile!(tile_rv, sub, st, rows, nv; 1 2 3 4 5 6) }

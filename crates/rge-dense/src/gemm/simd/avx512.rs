@@ -3,7 +3,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{dispatch_tile, micro, store_tile, GemmSimd, Store, Tile};
+use super::{dispatch_tile, micro, micro_row, store_tile, GemmSimd, Store, Tile};
 use crate::gemm::epilogue::Activation;
 
 pub(crate) use rge_simd::Avx512;
@@ -41,11 +41,21 @@ unsafe fn tile_rv<const R: usize, const NV: usize>(t: &Tile, st: &Store<'_>) {
     unsafe { micro::<Avx512, R, NV>(Avx512::new_unchecked(), t, st) }
 }
 
-/// One whole tile (≤ 12 × 32) in one register tile.
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn tile_row(t: &Tile, st: &Store<'_>) {
+    // SAFETY: only reached through `tile` for a one-row tile; contract forwarded.
+    unsafe { micro_row::<Avx512, 2, 4>(Avx512::new_unchecked(), t, st) }
+}
+
+/// One whole tile (≤ 12 × 32) in one register tile; a one-row tile with 8 accumulator chains.
 ///
 /// # Safety
 /// AVX-512F must be available; the contract of [`super::run_tile`].
 pub(crate) unsafe fn tile(t: &Tile, st: &Store<'_>) {
+    if t.rows == 1 {
+        // SAFETY: forwarded contract.
+        return unsafe { tile_row(t, st) };
+    }
     let nv = t.cols.div_ceil(16);
     // SAFETY: forwarded contract.
     unsafe { dispatch_tile!(tile_rv, t, st, t.rows, nv; 1 2 3 4 5 6 7 8 9 10 11 12) }

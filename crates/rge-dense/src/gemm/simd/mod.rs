@@ -188,6 +188,59 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
     }
 }
 
+/// The one-row tile (a GEMV-like product: `t.rows == 1`), all of B's `PANEL_B` columns at
+/// once. The general kernel splits such a tile into `NV`-vector strips of one row, where every
+/// FMA waits on the previous one into the same accumulator (latency 4, so 2 chains reach half
+/// an FMA per cycle: BERT's 1×768 · 768×768 MatMul ran at 1.27× onnxruntime's time). Here `U`
+/// sets of `NV` accumulators take alternate k steps, `U·NV` chains in flight, and the sets are
+/// added before the store.
+///
+/// # Safety
+/// As [`micro`], with `t.rows == 1` and `NV·LANES == PANEL_B`: B's steps hold `PANEL_B`
+/// readable floats (a packed panel is zero-filled past the matrix; the driver reads B in place
+/// only for full panels).
+#[inline(always)]
+pub(crate) unsafe fn micro_row<S: GemmSimd, const NV: usize, const U: usize>(
+    s: S,
+    t: &Tile,
+    st: &Store<'_>,
+) {
+    debug_assert!(t.rows == 1 && NV * S::LANES == PANEL_B);
+    let mut sets = [[s.splat(0.0); NV]; U];
+    let (mut a, mut b) = (t.a, t.b);
+    for _ in 0..t.kc / U {
+        for set in &mut sets {
+            // SAFETY: `a` and `b` have U steps left (kc steps in all).
+            unsafe { step::<S, 1, NV>(s, core::array::from_mut(set), &mut a, &mut b, t.ldb) };
+        }
+    }
+    for _ in 0..t.kc % U {
+        // SAFETY: `a` and `b` have a step left.
+        unsafe {
+            step::<S, 1, NV>(
+                s,
+                core::array::from_mut(&mut sets[0]),
+                &mut a,
+                &mut b,
+                t.ldb,
+            )
+        };
+    }
+    let mut acc = [sets[0]];
+    for set in &sets[1..] {
+        for (x, &y) in acc[0].iter_mut().zip(set) {
+            *x = s.add(*x, y);
+        }
+    }
+    if st.epi.is_none() && t.cols == PANEL_B {
+        // SAFETY: forwarded contract.
+        unsafe { store_plain::<S, 1, NV>(s, &acc, t, st) }
+    } else {
+        // SAFETY: forwarded contract.
+        unsafe { s.store_general::<1, NV>(&acc, t, st) }
+    }
+}
+
 /// Floats in a 64-byte cache line.
 pub(crate) const LINE_FLOATS: usize = 16;
 
@@ -290,7 +343,7 @@ unsafe fn each<S: Simd, const R: usize, const NV: usize>(
 }
 
 /// Writes the accumulators: `alpha·acc` combined with C per `st.mode`, then the epilogue; any
-/// width. Each ISA instantiates it out of line as [`Simd::store_general`].
+/// width (vectors past `t.cols` are dropped). Each ISA instantiates it out of line as [`Simd::store_general`].
 ///
 /// # Safety
 /// As [`micro`].
@@ -307,6 +360,10 @@ pub(crate) unsafe fn store_tile<S: Simd, const R: usize, const NV: usize>(
         let crow = unsafe { t.c.add(r * t.ldc) };
         for (v, &x) in acc.iter().enumerate() {
             let col = v * S::LANES;
+            // A one-row tile keeps a whole panel's vectors however narrow it is.
+            if col >= t.cols {
+                break;
+            }
             let n = (t.cols - col).min(S::LANES);
             let full = n == S::LANES;
             // SAFETY: columns col..col+n of row r are inside the tile.
