@@ -96,6 +96,8 @@ fn panel_transpose(isa: Isa) -> Option<super::pack::PanelTranspose> {
         Isa::Avx512 if Isa::Avx512.is_available() => {
             Some(super::simd::avx512::transpose_into_panel)
         }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 if Isa::Avx2.is_available() => Some(super::simd::avx2::transpose_into_panel),
         _ => None,
     }
 }
@@ -321,6 +323,42 @@ fn run_part(
                         // only this part writes; the epilogue was validated for m × n.
                         unsafe { run_tile(isa, &t, &store) };
                     }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each ISA's fast A panel packing writes what the value-by-value copy writes: every
+    /// panel height, depths around its 8- and 16-step chunks, a row stride past the depth.
+    #[test]
+    fn panel_transposes_match_the_copy() {
+        let (ld, depth) = (300, 259);
+        let a: Vec<f32> = (0..PANEL_A * ld).map(|i| i as f32 * 0.5 - 7.0).collect();
+        for isa in Isa::available() {
+            let Some(t) = panel_transpose(isa) else {
+                continue;
+            };
+            for rows in 1..=PANEL_A {
+                for kc in [1, 7, 8, 9, 15, 16, 17, 31, 64, depth] {
+                    let raw = Raw {
+                        data: &a,
+                        ld,
+                        trans: false,
+                    };
+                    let mut want = vec![f32::NAN; kc * PANEL_A];
+                    let mut got = want.clone();
+                    pack_a(&mut want, raw, (0, rows), (3, kc), None);
+                    pack_a(&mut got, raw, (0, rows), (3, kc), Some(t));
+                    let same = want
+                        .iter()
+                        .zip(&got)
+                        .all(|(w, g)| w.to_bits() == g.to_bits());
+                    assert!(same, "{isa:?}: {rows} rows, {kc} steps");
                 }
             }
         }
