@@ -125,7 +125,21 @@ pub(crate) struct EpiCtx<'a> {
     pub epi: Epilogue<'a>,
 }
 
-impl EpiCtx<'_> {
+impl<'a> EpiCtx<'a> {
+    /// The bias and the clamp bounds (`None`: no activation) when the epilogue is only those:
+    /// no residual, an activation that is a clamp or none.
+    #[inline(always)]
+    pub(crate) fn bias_and_clamp(&self) -> Option<(Bias<'a>, Option<(f32, f32)>)> {
+        if self.epi.residual.is_some() {
+            return None;
+        }
+        let clamp = match self.epi.activation {
+            Activation::None => None,
+            a => Some(a.clamp_bounds()?),
+        };
+        Some((self.epi.bias, clamp))
+    }
+
     /// The epilogue of the `n` output elements from (`row`, `col`), held in `x`.
     ///
     /// # Safety

@@ -177,14 +177,91 @@ pub(crate) unsafe fn micro<S: GemmSimd, const R: usize, const NV: usize>(
         // SAFETY: as above.
         unsafe { step::<S, R, NV>(s, &mut acc, &mut a, &mut b, t.ldb) };
     }
-    if st.epi.is_none() && t.cols == NV * S::LANES {
-        // SAFETY: forwarded contract.
-        unsafe { store_plain::<S, R, NV>(s, &acc, t, st) }
-    } else {
-        // The general store is large; kept out of line so `acc` stays in registers above.
-        let spilled = acc;
-        // SAFETY: forwarded contract.
-        unsafe { s.store_general::<R, NV>(&spilled, t, st) }
+    // SAFETY: forwarded contract.
+    unsafe { store_acc::<S, R, NV>(s, &acc, t, st) }
+}
+
+/// Stores the accumulators: full-width tiles with no epilogue, or with a bias and a clamp
+/// only, inline; anything else through the general store, out of line.
+///
+/// # Safety
+/// As [`micro`].
+#[inline(always)]
+unsafe fn store_acc<S: GemmSimd, const R: usize, const NV: usize>(
+    s: S,
+    acc: &[[S::V; NV]; R],
+    t: &Tile,
+    st: &Store<'_>,
+) {
+    let full = t.cols == NV * S::LANES;
+    let simple = st.epi.map(|e| e.bias_and_clamp());
+    match simple {
+        // SAFETY (both): forwarded contract.
+        None if full => unsafe { store_plain::<S, R, NV>(s, acc, t, st) },
+        Some(Some((bias, clamp))) if full && !matches!(st.mode, Mode::Beta(_)) => unsafe {
+            store_bias_clamp::<S, R, NV>(s, acc, t, st, bias, clamp)
+        },
+        _ => {
+            // The general store is large; kept out of line so `acc` stays in registers above.
+            let spilled = *acc;
+            // SAFETY: forwarded contract.
+            unsafe { s.store_general::<R, NV>(&spilled, t, st) }
+        }
+    }
+}
+
+/// The common epilogue inline (a convolution's bias, then Relu, Clip or nothing): a
+/// full-width tile, C overwritten or accumulated, the same operations in the same order as
+/// [`store_tile`]. Out of line, the general store was 11% of a 1×1 convolution of depth 160
+/// (MobileNetV2's 160→960 at 7×7).
+///
+/// # Safety
+/// As [`micro`], with `t.cols == NV·LANES` and `st.mode` not `Beta`; a per-column bias holds
+/// the tile's columns, a per-row one its rows.
+#[inline(always)]
+unsafe fn store_bias_clamp<S: Simd, const R: usize, const NV: usize>(
+    s: S,
+    acc: &[[S::V; NV]; R],
+    t: &Tile,
+    st: &Store<'_>,
+    bias: epilogue::Bias<'_>,
+    clamp: Option<(f32, f32)>,
+) {
+    use epilogue::Bias;
+    let alpha = s.splat(st.alpha);
+    let accumulate = matches!(st.mode, Mode::Accumulate);
+    let mut per_column = [s.splat(0.0); NV];
+    if let Bias::PerColumn(b) = bias {
+        for (v, x) in per_column.iter_mut().enumerate() {
+            // SAFETY: the bias holds the tile's columns (contract).
+            *x = unsafe { s.load(b.as_ptr().add(t.col0 + v * S::LANES)) };
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        let per_row = match bias {
+            // SAFETY: the bias holds the tile's rows (contract).
+            Bias::PerRow(b) => Some(s.splat(unsafe { *b.as_ptr().add(t.row0 + r) })),
+            _ => None,
+        };
+        for (v, &x) in acc.iter().enumerate() {
+            // SAFETY: (r, v·LANES..+LANES) is inside the full-width tile.
+            let p = unsafe { t.c.add(r * t.ldc + v * S::LANES) };
+            let mut x = s.mul(x, alpha);
+            if accumulate {
+                // SAFETY: as above.
+                x = s.add(x, unsafe { s.load(p) });
+            }
+            match bias {
+                Bias::None => {}
+                Bias::PerColumn(_) => x = s.add(x, per_column[v]),
+                Bias::PerRow(_) => x = s.add(x, per_row.unwrap_or(s.splat(0.0))),
+            }
+            if let Some((lo, hi)) = clamp {
+                x = s.min(s.splat(hi), s.max(s.splat(lo), x));
+            }
+            // SAFETY: as above.
+            unsafe { s.store(p, x) };
+        }
     }
 }
 
@@ -232,13 +309,8 @@ pub(crate) unsafe fn micro_row<S: GemmSimd, const NV: usize, const U: usize>(
             *x = s.add(*x, y);
         }
     }
-    if st.epi.is_none() && t.cols == PANEL_B {
-        // SAFETY: forwarded contract.
-        unsafe { store_plain::<S, 1, NV>(s, &acc, t, st) }
-    } else {
-        // SAFETY: forwarded contract.
-        unsafe { s.store_general::<1, NV>(&acc, t, st) }
-    }
+    // SAFETY: forwarded contract.
+    unsafe { store_acc::<S, 1, NV>(s, &acc, t, st) }
 }
 
 /// Floats in a 64-byte cache line.
