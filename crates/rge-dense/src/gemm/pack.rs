@@ -126,8 +126,14 @@ pub(crate) fn pack_a(
     {
         let rows = (mc - p * PANEL_A).min(PANEL_A);
         let i0 = r0 + p * PANEL_A;
-        if trans {
-            // op(A) rows are contiguous along i: copy `rows` values per k.
+        if trans && rows == PANEL_A {
+            // op(A) rows are contiguous along i: copy a step's values per k, a copy of known
+            // size (inlined; a `memcpy` call per 48 bytes was 14% of ResNet-50's 256@28² 3×3
+            // stride-2 layer, whose im2col columns are A).
+            for (kk, step) in panel.chunks_exact_mut(PANEL_A).enumerate() {
+                copy_fixed::<PANEL_A>(step, &a[(p0 + kk) * lda + i0..]);
+            }
+        } else if trans {
             for (kk, step) in panel.chunks_exact_mut(PANEL_A).enumerate() {
                 let src = &a[(p0 + kk) * lda + i0..][..rows];
                 step[..rows].copy_from_slice(src);
@@ -154,6 +160,15 @@ pub(crate) fn pack_a(
             }
         }
     }
+}
+
+/// `dst[..N] = src[..N]` as one copy of a known size, which the compiler inlines.
+#[inline(always)]
+fn copy_fixed<const N: usize>(dst: &mut [f32], src: &[f32]) {
+    let (Some(dst), Some(src)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) else {
+        panic!("copy_fixed: fewer than {N} values");
+    };
+    *dst = *src;
 }
 
 /// Packs `op(B)[p0..p0+kc, c0..c0+nc]` (`depth = (p0, kc)`, `cols = (c0, nc)`) into `dst` as
@@ -183,6 +198,10 @@ pub(crate) fn pack_b(dst: &mut [f32], b: Raw<'_>, depth: (usize, usize), cols: (
                 for step in panel.chunks_exact_mut(PANEL_B) {
                     step[cols..].fill(0.0);
                 }
+            }
+        } else if cols == PANEL_B {
+            for (kk, step) in panel.chunks_exact_mut(PANEL_B).enumerate() {
+                copy_fixed::<PANEL_B>(step, &b[(p0 + kk) * ldb + j0..]);
             }
         } else {
             for (kk, step) in panel.chunks_exact_mut(PANEL_B).enumerate() {
