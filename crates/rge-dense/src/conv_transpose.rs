@@ -131,6 +131,9 @@ impl ConvTransposeKernel {
         } else {
             Vec::new()
         };
+        // Kernel offsets that tile the output write each output value once: no bias fill
+        // first, and no scatter-add.
+        let exact = tiles_exactly(p);
         for ni in 0..p.n {
             for gi in 0..g {
                 let xs = &x[(ni * p.c + gi * cg) * insz..][..cg * insz];
@@ -144,8 +147,10 @@ impl ConvTransposeKernel {
                 };
                 let yo = &mut y[(ni * p.m + gi * mg) * outsz..][..mg * outsz];
                 // Each output channel starts at its bias, then takes the columns' sums.
-                for (mi, row) in yo.chunks_mut(outsz.max(1)).enumerate() {
-                    row.fill(bias.map_or(0.0, |b| b[gi * mg + mi]));
+                if !exact {
+                    for (mi, row) in yo.chunks_mut(outsz.max(1)).enumerate() {
+                        row.fill(bias.map_or(0.0, |b| b[gi * mg + mi]));
+                    }
                 }
                 if p.input.len() > 2 {
                     let b = BOperand::Raw {
@@ -170,6 +175,8 @@ impl ConvTransposeKernel {
                     rows,
                     cg,
                     mg,
+                    exact,
+                    bias: bias.map(|b| &b[gi * mg..][..mg]),
                 };
                 bands.run(yo, threads)?;
             }
@@ -190,6 +197,11 @@ struct BandRun<'a> {
     rows: usize,
     cg: usize,
     mg: usize,
+    /// Whether the kernel offsets tile the output ([`tiles_exactly`]): the columns are then
+    /// placed with the bias, into planes not filled before.
+    exact: bool,
+    /// The group's bias.
+    bias: Option<&'a [f32]>,
 }
 
 impl BandRun<'_> {
@@ -248,7 +260,11 @@ impl BandRun<'_> {
             } else {
                 col.fill(0.0);
             }
-            col2im_2d(col, self.mg, self.p, planes, row0, y0..y1);
+            if self.exact {
+                place_tiles(col, self.p, planes, row0, y0..y1, self.bias);
+            } else {
+                col2im_2d(col, self.mg, self.p, planes, row0, y0..y1);
+            }
         }
         Ok(())
     }
@@ -315,6 +331,64 @@ impl BandRun<'_> {
             Ok(Some(e)) => Err(e),
             _ => Ok(()),
         }
+    }
+}
+
+/// Whether the kernel offsets of a 2-D plan tile its output: input position `i` and offset `o`
+/// write output position `i·k + o` along each dim, and nothing else is written (a stride equal
+/// to the kernel, no pads, dilation or output padding: an FPN's or a U-Net's 2×2/2 upsample).
+fn tiles_exactly(p: &CtPlan) -> bool {
+    p.input.len() == 2
+        && (0..2).all(|d| {
+            let (n, k) = (p.input[d], p.kernel[d]);
+            p.out[d] == n * k
+                && p.tables[d].len() == k * n
+                && (0..k).all(|o| (0..n).all(|i| p.tables[d][o * n + i] == (i * k + o) as isize))
+        })
+}
+
+/// The columns of the input rows `band` placed into the output planes when the kernel
+/// offsets tile it ([`tiles_exactly`]): each output row is one kernel row's columns of one
+/// input row, interleaved, plus the bias, written once. The scatter-add into planes filled
+/// with the bias first read and wrote the OCR detector's 10 MB output five times.
+fn place_tiles(
+    col: &[f32],
+    p: &CtPlan,
+    planes: &mut [&mut [f32]],
+    row0: usize,
+    band: std::ops::Range<usize>,
+    bias: Option<&[f32]>,
+) {
+    let (w, kh, kw, ow) = (p.input[1], p.kernel[0], p.kernel[1], p.out[1]);
+    let insz = band.len() * w;
+    for (c, dst) in planes.iter_mut().enumerate() {
+        let b = bias.map_or(0.0, |b| b[c]);
+        for ki in 0..kh {
+            let plane = |kj: usize| &col[((c * kh + ki) * kw + kj) * insz..][..insz];
+            for iy in band.clone() {
+                let row = &mut dst[(iy * kh + ki - row0) * ow..][..ow];
+                let at = (iy - band.start) * w;
+                if kw == 2 {
+                    interleave_pair(row, &plane(0)[at..][..w], &plane(1)[at..][..w], b);
+                    continue;
+                }
+                for kj in 0..kw {
+                    let src = &plane(kj)[at..][..w];
+                    for (o, &v) in row[kj..].iter_mut().step_by(kw).zip(src) {
+                        *o = v + b;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `row[2i] = even[i] + b` and `row[2i + 1] = odd[i] + b` (the sums the scatter-add makes,
+/// bias first, bit for bit).
+fn interleave_pair(row: &mut [f32], even: &[f32], odd: &[f32], b: f32) {
+    for ((pair, &e), &o) in row.chunks_exact_mut(2).zip(even).zip(odd) {
+        pair[0] = e + b;
+        pair[1] = o + b;
     }
 }
 

@@ -841,7 +841,8 @@ fn a_wide_lstm_splits_its_cell_updates_over_threads() {
 /// ConvTranspose over images large enough to run in bands of input rows (the columns of a band
 /// fit L2), at 1 and 2 threads (bands whose output rows do not overlap run in parallel): the
 /// detector's 2×2/2 upsample, an overlapping 3×3/2 one with pads and groups, one whose single
-/// input row is a band, and a stride above the kernel, each against the reference.
+/// input row is a band, a stride above the kernel, and kernel offsets that tile the output,
+/// each against the reference.
 #[test]
 fn conv_transpose_in_bands_matches_the_reference() {
     for (x, w, k, stride, pad, group) in [
@@ -850,6 +851,10 @@ fn conv_transpose_in_bands_matches_the_reference() {
         ([1, 3, 5, 3000], [3, 16, 3, 3], 3, 1, 1, 1),
         // A stride above the kernel: output rows no band writes, between the bands' own.
         ([1, 4, 150, 600], [4, 3, 2, 2], 2, 3, 0, 2),
+        // Kernel offsets that tile the output (stride = kernel, no pads): placed, not added;
+        // 2 wide (interleaved), 3 wide, with groups and two images.
+        ([2, 4, 37, 53], [4, 3, 2, 2], 2, 2, 0, 2),
+        ([1, 5, 90, 70], [5, 2, 3, 3], 3, 3, 0, 1),
     ] {
         let mut attrs = AttrMap::new();
         attrs.set("group", group as i64);
