@@ -191,9 +191,25 @@ impl PartitionPlan {
             }
         }
         drop(inner);
-        graph.set_node_order(root, &ids).map_err(ir)?;
+        if partitions.is_empty() {
+            // Nothing was taken: the input and output lists are as they were, and the order
+            // by partition is topological as it stands (partitions in a topological order of
+            // the partition graph, whose edges are every crossing link, data and control; each
+            // partition's nodes in graph order), so the check that rebuilds the topology is
+            // left out (23 ms of the 100k-node DAG's 30).
+            if ids.iter().copied().ne(graph.nodes_of(root)) {
+                graph.set_node_order(root, &ids).map_err(ir)?;
+            }
+            debug_assert!(graph.topology(root).is_ok_and(|t| t
+                .ids
+                .iter()
+                .copied()
+                .eq(graph.nodes_of(root))));
+        } else {
+            graph.set_node_order(root, &ids).map_err(ir)?;
+            restore_io_and_order(self, graph)?;
+        }
         drop(ids);
-        restore_io_and_order(self, graph)?;
 
         let mut now = SecondaryMap::with_capacity(moved.len());
         for (n, (i, local)) in moved {
