@@ -239,11 +239,12 @@ fn blocking_edges() {
 }
 
 #[test]
-fn one_row_tiles() {
-    // A one-row tile (m = 1, and the last row of m = 13) runs its own kernel, k steps taken
-    // alternately by several accumulator sets: odd and even depths, one and several K blocks,
+fn short_row_tiles() {
+    // A one-row tile (m = 1, and the last row of m = 7, 13) runs its own kernel, k steps taken
+    // alternately by several accumulator sets, and AVX2 runs the last two rows past a multiple
+    // of 6 (m = 2, 8, 14) as one 2×32 tile: odd and even depths, one and several K blocks,
     // partial panels, every store mode, raw B read in place and packed.
-    for m in [1, 13] {
+    for m in [1, 2, 7, 8, 13, 14] {
         for (n, k) in [
             (1, 1),
             (7, 2),

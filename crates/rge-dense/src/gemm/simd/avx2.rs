@@ -44,19 +44,48 @@ unsafe fn tile_row(t: &Tile, st: &Store<'_>) {
     unsafe { micro_row::<Avx2, 4, 2>(Avx2::new_unchecked(), t, st) }
 }
 
-/// A tile of ≤ 12 × 32 as 6×16 register tiles; a one-row tile whole, 8 accumulator chains.
+/// A tile of ≤ 12 × 32 as 6×16 register tiles, but for its last 1 or 2 rows past a multiple
+/// of 6 (an LSTM step's 8 rows: 6 + 2), which run the panel's whole width: one row with 8
+/// accumulator chains (`micro_row`), two as a 2×32 register tile (8 accumulators). As 1×16 or
+/// 2×16 strips they had 2 or 4 chains, each FMA waiting on the one before.
 ///
 /// # Safety
 /// AVX2 and FMA must be available; the contract of [`super::run_tile`].
 pub(crate) unsafe fn tile(t: &Tile, st: &Store<'_>) {
-    if t.rows == 1 {
-        // SAFETY: forwarded contract.
-        return unsafe { tile_row(t, st) };
+    let tail = match t.rows % 6 {
+        1 => 1,
+        // The 2×32 tile's contract: more than three vectors' worth of columns.
+        2 if t.cols > 24 => 2,
+        _ => 0,
+    };
+    let head = t.rows - tail;
+    if head > 0 {
+        let top = Tile { rows: head, ..*t };
+        split_tile::<6, 16>(&top, 8, |sub, rows, nv| {
+            // SAFETY: the sub-tile lies inside `t`, so the contract carries over.
+            unsafe { dispatch_tile!(tile_rv, sub, st, rows, nv; 1 2 3 4 5 6) }
+        });
     }
-    split_tile::<6, 16>(t, 8, |sub, rows, nv| {
-        // SAFETY: the sub-tile lies inside `t`, so the contract carries over.
-        unsafe { dispatch_tile!(tile_rv, sub, st, rows, nv; 1 2 3 4 5 6) }
-    })
+    if tail > 0 {
+        let bottom = Tile {
+            a: t.a.wrapping_add(head),
+            c: t.c.wrapping_add(head * t.ldc),
+            rows: tail,
+            row0: t.row0 + head,
+            // The tile's share of the prefetch went with its first rows.
+            pf_lines: if head == 0 { t.pf_lines } else { 0 },
+            ..*t
+        };
+        // SAFETY: the last `tail` rows of `t`, its whole width: the contract carries over
+        // (B's steps hold a whole panel, `PANEL_B` floats, whatever `t.cols` is).
+        unsafe {
+            if tail == 1 {
+                tile_row(&bottom, st)
+            } else {
+                tile_rv::<2, 4>(&bottom, st)
+            }
+        }
+    }
 }
 
 /// A row-major block of A into a packed panel (see [`crate::gemm::pack::PanelTranspose`]):
