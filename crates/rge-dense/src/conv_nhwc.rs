@@ -27,6 +27,7 @@ use crate::gemm::{self, AOperand, Activation, BOperand, Bias, Epilogue, GemmPara
 use crate::im2col::with_im2col_buf;
 use crate::kernels::{activation, f32s, gemm_err, PACKED_B_ATTR};
 use crate::shared_out::SharedOut;
+use crate::winograd_nhwc::{WinogradArgs, WinogradNhwc, WINOGRAD_ATTR};
 
 /// Multiply-adds per parallel task of the depthwise kernel, at least.
 const DIRECT_TASK_WORK: usize = 16 * 1024;
@@ -71,6 +72,9 @@ pub struct ConvNhwcKernel {
     /// Constant weights of the direct kernels, repacked (`[kh, kw, Cin, Cout]`, or depthwise
     /// `[kh·kw, C]`).
     direct_w: Option<Vec<f32>>,
+    /// Constant weights transformed for Winograd, when the channels-last pass chose it
+    /// (`winograd = 1`); then there are no direct weights.
+    winograd: Option<WinogradNhwc>,
 }
 
 /// Whether the weight shape `[Cout, Cin/group, kh, kw]` with `group` is one the kernel runs:
@@ -208,14 +212,60 @@ pub fn create_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> 
         Some(_) => return Err(KernelError::attr(PACKED_B_ATTR, "not bytes")),
         None => packed_from_constant(init, &window, group)?,
     };
-    let direct_w = direct_from_constant(init, &window, group)?;
+    let winograd = winograd_from_constant(init, &window, group)?;
+    let direct_w = match winograd {
+        Some(_) => None,
+        None => direct_from_constant(init, &window, group)?,
+    };
     Ok(Box::new(ConvNhwcKernel {
         window,
         group,
         activation: activation(init)?,
         packed_w,
         direct_w,
+        winograd,
     }))
+}
+
+/// The Winograd weights of a node marked `winograd = 1` with constant weights; the mark on a
+/// window other than 3×3, stride 1, undilated and ungrouped is an error.
+fn winograd_from_constant(
+    init: &KernelInit<'_>,
+    window: &WindowAttrs,
+    group: usize,
+) -> KernelResult<Option<WinogradNhwc>> {
+    match init.int_or(WINOGRAD_ATTR, 0)? {
+        0 => return Ok(None),
+        1 => {}
+        v => {
+            return Err(KernelError::attr(
+                WINOGRAD_ATTR,
+                format!("{v}: must be 0 or 1"),
+            ))
+        }
+    }
+    let ones = |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1));
+    let threes = window.kernel.as_ref().is_none_or(|k| k == &[3, 3]);
+    if group != 1 || !ones(&window.strides) || !ones(&window.dilations) || !threes {
+        return Err(KernelError::attr(
+            WINOGRAD_ATTR,
+            "set on a convolution that is not 3x3, stride 1, undilated and ungrouped",
+        ));
+    }
+    let Some(w) = init.constant(1) else {
+        // Computed weights: the direct kernel, repacking them on each run.
+        return Ok(None);
+    };
+    let s = w.shape();
+    if s.len() != 4 || s[2] != 3 || s[3] != 3 {
+        return Err(KernelError::attr(
+            WINOGRAD_ATTR,
+            format!("set on weights of shape {s:?}, not [Cout, Cin, 3, 3]"),
+        ));
+    }
+    WinogradNhwc::new(w.as_slice::<f32>()?, s[0], s[1])
+        .map(Some)
+        .map_err(gemm_err)
 }
 
 /// One convolution's sizes.
@@ -228,7 +278,7 @@ struct Dims {
 
 impl Kernel for ConvNhwcKernel {
     fn absorbed_inputs(&self) -> &[usize] {
-        if self.packed_w.is_some() || self.direct_w.is_some() {
+        if self.packed_w.is_some() || self.direct_w.is_some() || self.winograd.is_some() {
             &[1]
         } else {
             &[]
@@ -306,8 +356,12 @@ impl Kernel for ConvNhwcKernel {
             };
             v.len() == want
         });
+        let winograd = self
+            .winograd
+            .as_ref()
+            .filter(|wg| !depthwise && wg.cin() == cin && wg.cout() == cout);
         // Packed weights are the kernel's own copy: the constant's data may have been released.
-        let wv = if packed.is_some() || direct_w.is_some() {
+        let wv = if packed.is_some() || direct_w.is_some() || winograd.is_some() {
             &[][..]
         } else {
             f32s(&w, "W")?
@@ -331,6 +385,9 @@ impl Kernel for ConvNhwcKernel {
                 }
             };
             return self.gemm(&d, &io, b_op, out, threads);
+        }
+        if let Some(wg) = winograd {
+            return self.winograd(wg, &d, &io, out, threads);
         }
         let repacked;
         let wts = match direct_w {
@@ -391,6 +448,28 @@ impl ConvNhwcKernel {
         let p = GemmParams::new(rows, d.cout, d.cin);
         let epi = self.epilogue(io, d.cout, 0);
         gemm::sgemm(&p, a, b_op, out, d.cout, &epi, threads).map_err(gemm_err)
+    }
+
+    /// Winograd, image by image (the threads share each image's tile rows and points).
+    fn winograd(
+        &self,
+        wg: &WinogradNhwc,
+        d: &Dims,
+        io: &Io<'_>,
+        out: &mut [f32],
+        threads: usize,
+    ) -> KernelResult<()> {
+        let pixels = d.g.oh * d.g.ow;
+        for (img, o) in out.chunks_exact_mut(pixels * d.cout).enumerate() {
+            let args = WinogradArgs {
+                x: io.image(d, img),
+                bias: io.bias,
+                z: io.residual(d, img, 0),
+                act: &self.activation,
+            };
+            wg.conv(&args, &d.g, o, threads).map_err(gemm_err)?;
+        }
+        Ok(())
     }
 
     /// Depthwise: the direct channels-last kernel (weights repacked), output rows split over

@@ -6,8 +6,9 @@
 //! columns are the few pixels, and a 3×3 one is Winograd or an im2col GEMM. Channels-last
 //! (NHWC) makes every tap of a filter a few contiguous channel vectors: a depthwise filter
 //! runs on whole vectors, a 1×1 convolution is a GEMM over pixels × output channels with the
-//! input read in place, and any other one runs directly (`direct_nhwc.rs`: no patch matrix,
-//! the weights in L1/L2, 74–85% of the FMA peak). So connected groups of convolutions (through
+//! input read in place, a 3×3 stride-1 one as Winograd on channel vectors (`winograd_nhwc.rs`,
+//! chosen here from the static shapes: the node's `winograd = 1`), and any other one runs
+//! directly (`direct_nhwc.rs`: no patch matrix, the weights in L1/L2, 74–85% of the FMA peak). So connected groups of convolutions (through
 //! their data input and residual) — MobileNet's inverted residual blocks, ResNet's stages —
 //! are rewritten to `ai.rge` FusedConvNhwc, with a Transpose into NHWC where a value enters
 //! the region and one back where a value leaves it (to a node outside or as a graph output):
@@ -34,6 +35,7 @@ use crate::fuse::{
     bn_stats, const_op, has_control, is_f32_out, producer, BnStats, FUSED_ATTR, RGE_DOMAIN,
 };
 use crate::pool_nhwc::{AVG_POOL_NHWC, MAX_POOL_NHWC};
+use crate::winograd_nhwc::{self, WINOGRAD_ATTR};
 
 /// The op a region's convolutions become.
 pub const CONV_NHWC: &str = "FusedConvNhwc";
@@ -412,6 +414,31 @@ fn nhwc_op(g: &ComputeGraph, op: &OpDesc, ty: &str, taken: &mut HashSet<String>)
     new
 }
 
+/// Whether a region's convolution runs as channels-last Winograd (its shapes are static:
+/// `conv_candidate`).
+fn runs_as_winograd(op: &OpDesc) -> bool {
+    let (Some(w), Some(y)) = (dims_of(op.input(1)), dims_of(op.output(0))) else {
+        return false;
+    };
+    let two = |v: Vec<i64>| -> Option<[usize; 2]> {
+        Some([
+            usize::try_from(*v.first()?).ok()?,
+            usize::try_from(*v.get(1)?).ok()?,
+        ])
+    };
+    let group = op.attrs().get_int("group").ok().flatten().unwrap_or(1);
+    let (Some(strides), Some(dils), Some(kernel), Some(out)) = (
+        two(ints_or_ones(op, "strides")),
+        two(ints_or_ones(op, "dilations")),
+        two(w[2..].to_vec()),
+        two(y[2..].to_vec()),
+    ) else {
+        return false;
+    };
+    let (cout, cin) = (w[0] as usize, w[1] as usize);
+    group == 1 && winograd_nhwc::suits(kernel, strides, dils, cin, cout, out)
+}
+
 /// The FusedConvNhwc of convolution `n`.
 fn conv_nhwc_op(
     g: &ComputeGraph,
@@ -428,6 +455,9 @@ fn conv_nhwc_op(
             FUSED_ATTR,
             AttrValue::ListString(vec![op.name().to_string()]),
         );
+    }
+    if runs_as_winograd(op) {
+        conv.attrs_mut().set(WINOGRAD_ATTR, AttrValue::Int(1));
     }
     for (i, port) in ["X", "W", "B", "Z"].into_iter().enumerate() {
         let d = op.input(i).cloned().unwrap_or_default();

@@ -31,5 +31,6 @@ mod shared_out;
 mod test_values;
 pub mod transdata;
 pub mod winograd;
+pub mod winograd_nhwc;
 
 pub use engine::{dense_engine, dense_engine_with, kernel_set, DENSE};

@@ -27,14 +27,14 @@ const POINTS: usize = 16;
 /// The fewest tiles (2×2 output blocks) per image for which Winograd was measured to beat the
 /// im2col GEMM: ResNet's 7×7 layers have 16 (512 channels: 1.9 against 3.9 ms on 1 thread,
 /// 1.0 against 2.4 on 2); smaller planes were not measured.
-const MIN_TILES: usize = 16;
+pub(crate) const MIN_TILES: usize = 16;
 
 /// Tiles per block of tile rows (at least one row): V and M of a block, 16 points × channels ×
 /// this many floats each, stay in L2 at 64 channels (0.5 MiB each).
 const BLOCK_TILES: usize = 128;
 
 /// The fewest channels in and out: below them the transforms outweigh the saved multiplies.
-const MIN_CHANNELS: usize = 16;
+pub(crate) const MIN_CHANNELS: usize = 16;
 
 /// The transformed, packed filters of one Conv.
 #[derive(Debug, Clone)]
@@ -270,7 +270,7 @@ struct TileRows {
 }
 
 /// `G·g·Gᵀ` of one 3×3 filter, row-major 4×4.
-fn transform_filter(g: &[f32]) -> [f32; POINTS] {
+pub(crate) fn transform_filter(g: &[f32]) -> [f32; POINTS] {
     // G = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1], applied to the columns and then to the rows.
     let rows = |a: f32, b: f32, c: f32| [a, 0.5 * (a + b + c), 0.5 * (a - b + c), c];
     let t: [[f32; 4]; 3] = std::array::from_fn(|j| rows(g[j], g[3 + j], g[6 + j]));

@@ -340,6 +340,32 @@ prop_compose! {
 }
 
 prop_compose! {
+    /// A 3×3 stride-1 Conv marked for channels-last Winograd (`winograd = 1`, as the
+    /// channels-last pass marks them): channel counts off the transforms' 8-lane steps, images
+    /// down to one tile, odd sizes, asymmetric padding and auto_pad.
+    fn winograd_nhwc_case()(
+        n in 1usize..3, cin in 16usize..41, cout in 16usize..50,
+        h in 1usize..20, w in 1usize..20, pad in 0usize..3, auto in 0usize..3,
+        bias in any::<bool>(), seed in any::<u64>()
+    ) -> Case {
+        let (h, w) = (h.max(3), w.max(3));
+        let mut attrs = AttrMap::new();
+        attrs.set("winograd", 1i64);
+        match auto {
+            0 => attrs.set("pads", ints(&[pad, pad.saturating_sub(1), 2 - pad.min(2), pad])),
+            1 => attrs.set("auto_pad", "SAME_UPPER"),
+            _ => attrs.set("auto_pad", "SAME_LOWER"),
+        };
+        let inputs = vec![
+            Some(tensor(&[n, cin, h, w], seed)),
+            Some(tensor(&[cout, cin, 3, 3], seed ^ 1)),
+            bias.then(|| tensor(&[cout], seed ^ 2)),
+        ];
+        Case { op: "Conv", attrs, inputs }
+    }
+}
+
+prop_compose! {
     /// MaxPool or AveragePool over NCHW: kernels, strides, dilations, pads (uneven), auto_pad,
     /// ceil mode, count_include_pad.
     fn pool_case()(
@@ -413,6 +439,12 @@ proptest! {
 
     #[test]
     fn conv_nhwc_matches_the_reference(c in conv_nhwc_case()) {
+        check_nhwc(&c).map_err(TestCaseError::fail)?;
+    }
+
+    /// Constant weights run Winograd; computed ones the direct kernel.
+    #[test]
+    fn winograd_nhwc_matches_the_reference(c in winograd_nhwc_case()) {
         check_nhwc(&c).map_err(TestCaseError::fail)?;
     }
 
@@ -872,5 +904,38 @@ fn conv_transpose_in_bands_matches_the_reference() {
         };
         check(&c, rge_dense::conv_transpose::create_conv_transpose)
             .unwrap_or_else(|e| panic!("{x:?} {w:?}: {e}"));
+    }
+}
+
+/// `winograd = 1` where Winograd cannot run (a 1×1 filter, a stride of 2, a value other than
+/// 0 or 1) is an error at kernel creation naming the attribute, not a wrong result.
+#[test]
+fn a_misplaced_winograd_mark_is_refused() {
+    for (w, strides, mark) in [
+        (tensor(&[16, 16, 1, 1], 2), [1, 1], 1i64),
+        (tensor(&[16, 16, 3, 3], 2), [2, 2], 1),
+        (tensor(&[16, 16, 3, 3], 2), [1, 1], 2),
+    ] {
+        let mut attrs = AttrMap::new();
+        attrs.set("winograd", mark);
+        attrs.set("strides", ints(&strides));
+        let types = [Some(DType::Float), Some(DType::Float)];
+        let consts = [None, Some(&w)];
+        let init = KernelInit {
+            node_name: "n",
+            op_type: "FusedConvNhwc",
+            domain: "ai.rge",
+            opset: 1,
+            attrs: &attrs,
+            input_types: &types,
+            output_types: &[Some(DType::Float)],
+            subgraph_attrs: &[],
+            constants: &consts,
+        };
+        let err = rge_dense::conv_nhwc::create_conv_nhwc(&init)
+            .err()
+            .unwrap_or_else(|| panic!("{:?} {strides:?} {mark}: accepted", w.shape()))
+            .to_string();
+        assert!(err.contains("winograd"), "{err}");
     }
 }

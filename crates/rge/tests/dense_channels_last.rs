@@ -103,6 +103,21 @@ fn compile_on(m: &ModelProto, threads: usize) -> Compiled {
     Compiled::of_root(model.graph(), outputs, Vec::new())
 }
 
+/// How many of the compiled root's FusedConvNhwc nodes are marked for Winograd.
+fn winograd_marked(m: &ModelProto) -> usize {
+    let set = engine_set(&cpu_engines()).unwrap();
+    let s = Session::new(SessionOptions::with_engines(set)).unwrap();
+    let model = s.compile_graph(graph_of(m)).unwrap();
+    let g = model.graph();
+    g.nodes_of(g.root())
+        .filter(|&n| {
+            let op = g.op(n).unwrap();
+            op.op_type() == "FusedConvNhwc"
+                && op.attrs().get_int("winograd").ok().flatten() == Some(1)
+        })
+        .count()
+}
+
 fn no_dense() -> EngineArgs {
     EngineArgs {
         exclude_engines: Some("dense".into()),
@@ -141,9 +156,9 @@ fn a_mobile_block_runs_channels_last_with_transposes_only_at_its_borders() {
 
 #[test]
 fn a_resnet_stage_runs_channels_last_with_its_residuals_in_the_epilogues() {
-    // Basic blocks: 3×3 stride-1 convolutions (Winograd in NCHW), a strided 3×3 and a strided
-    // 1×1 downsample, residual Adds, 40 and 72 channels (blocks of 32 output channels not
-    // filled), down to a 4×4 image.
+    // Basic blocks: 3×3 stride-1 convolutions (Winograd at 8×8: 16 tiles; direct at 4×4), a
+    // strided 3×3 and a strided 1×1 downsample, residual Adds, 40 and 72 channels (blocks of
+    // 32 output channels not filled), down to a 4×4 image.
     let mut n = Net::new();
     let x = n.input("x", F32, &[2, 40, 8, 8]);
     let a = conv(&mut n, &x, spec(40, 40, 3, 1, 1), 1);
@@ -170,6 +185,8 @@ fn a_resnet_stage_runs_channels_last_with_its_residuals_in_the_epilogues() {
         assert_eq!(got.count("Transpose"), 2, "{:?}", got.types);
         assert_close(&got, &want);
     }
+    // The two 3×3 stride-1 convolutions at 8×8, not the one at 4×4 (4 tiles).
+    assert_eq!(winograd_marked(&m), 2);
 }
 
 #[test]

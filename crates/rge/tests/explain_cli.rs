@@ -284,3 +284,39 @@ fn explain_names_the_seed_engines_that_take_nodes() {
     std::fs::write(&path, n.model().encode_to_vec()).unwrap();
     assert_eq!(explained_engine(&path, "ImageDecoder"), "media");
 }
+
+/// The dense engine's choice of Winograd for a channels-last 3×3 stride-1 layer is a note of
+/// that node in `rge explain` (and only of that node: not the 1×1 one).
+#[test]
+fn explain_notes_the_winograd_layers() {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[1, 16, 8, 8]);
+    let pads = net::a_ints("pads", &[1, 1, 1, 1]);
+    let w1 = n.weight(&[16, 16, 3, 3], 1);
+    let a = n.op("Conv", &[&x, &w1], vec![pads.clone()]);
+    let w2 = n.weight(&[16, 16, 3, 3], 2);
+    let b = n.op("Conv", &[&a, &w2], vec![pads]);
+    let w3 = n.weight(&[16, 16, 1, 1], 3);
+    n.op_to("Conv", &[&b, &w3], "y", vec![]);
+    n.output("y", F32, &[1, 16, 8, 8]);
+    let path = tmp("winograd.onnx");
+    std::fs::write(&path, n.model().encode_to_vec()).unwrap();
+    let out = cli::explain::run(&path, &EngineArgs::default(), true, None)
+        .unwrap_or_else(|e| panic!("{}", e.message));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let marked: Vec<(String, bool)> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["op_type"] == "FusedConvNhwc")
+        .map(|n| {
+            let notes = n["notes"].to_string();
+            (
+                n["name"].to_string(),
+                notes.contains("Winograd F(2x2, 3x3)"),
+            )
+        })
+        .collect();
+    assert_eq!(marked.iter().filter(|m| m.1).count(), 2, "{marked:?}");
+    assert_eq!(marked.len(), 3, "{marked:?}");
+}

@@ -126,6 +126,8 @@ pub enum GemmError {
     IsaUnavailable(Isa),
     #[error("packed operand: {0}")]
     BadPacked(String),
+    #[error("window: {0}")]
+    Window(String),
 }
 
 /// `C = epi(alpha·op(A)·op(B) + beta·C)` with the fastest kernel of this machine, split into

@@ -452,6 +452,8 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
             .sig("X:T, W:T, B?:T, Z?:T -> Y:T")
             .attrs(CONV_ATTRS)
             .attrs(EPILOGUE_ATTRS)
+            // The dense engine's choice of Winograd F(2x2, 3x3) for the node.
+            .attrs("winograd:int=0")
             .tc("T", FLOATS)
             .infer(fused_conv_nhwc)
             .format(FormatRule::Spatial),

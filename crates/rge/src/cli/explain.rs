@@ -163,6 +163,19 @@ pub fn explain(
         {
             notes.push(format!("fused by the dense engine from: {}", v.join(", ")));
         }
+        if op
+            .attrs()
+            .get_int(rge_dense::winograd_nhwc::WINOGRAD_ATTR)
+            .ok()
+            .flatten()
+            == Some(1)
+        {
+            notes.push(
+                "Winograd F(2x2, 3x3) on channel vectors (the dense engine's choice for a 3x3 \
+                 stride-1 layer; docs/dense-engine.md)"
+                    .to_string(),
+            );
+        }
         if let Some(rge_ir::AttrValue::ListString(v)) = op.attrs().get(rge_fused::REGION_ATTR) {
             if let Some((why, from)) = v.split_first() {
                 notes.push(format!(
