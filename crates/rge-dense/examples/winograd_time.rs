@@ -19,8 +19,20 @@ fn main() {
         .num_threads(threads)
         .build()
         .expect("a thread pool");
-    // (size, channels): ResNet's 3×3 stride-1 layers.
-    for (h, c) in [(56usize, 64usize), (28, 128), (14, 256), (7, 512)] {
+    // (size, channels in, out): ResNet's 3×3 stride-1 layers, or `RGE_WINOGRAD_LAYER=size,cin,cout`.
+    let custom: Option<Vec<usize>> = std::env::var("RGE_WINOGRAD_LAYER")
+        .ok()
+        .map(|v| v.split(',').filter_map(|d| d.parse().ok()).collect());
+    let layers = match custom.as_deref() {
+        Some(&[h, ci, co]) => vec![(h, ci, co)],
+        _ => vec![
+            (56usize, 64usize, 64usize),
+            (28, 128, 128),
+            (14, 256, 256),
+            (7, 512, 512),
+        ],
+    };
+    for (h, ci, c) in layers {
         if only.is_some_and(|o| o != h) {
             continue;
         }
@@ -38,9 +50,9 @@ fn main() {
             oh: h,
             ow: h,
         };
-        let x: Vec<f32> = (0..h * h * c).map(|i| (i % 7) as f32 * 0.1).collect();
-        let w: Vec<f32> = (0..c * c * 9).map(|i| (i % 5) as f32 * 0.01).collect();
-        let wg = WinogradNhwc::new(&w, c, c).expect("weights");
+        let x: Vec<f32> = (0..h * h * ci).map(|i| (i % 7) as f32 * 0.1).collect();
+        let w: Vec<f32> = (0..c * ci * 9).map(|i| (i % 5) as f32 * 0.01).collect();
+        let wg = WinogradNhwc::new(&w, c, ci).expect("weights");
         let bias = vec![0.1f32; c];
         let args = WinogradArgs {
             x: &x,
@@ -57,6 +69,6 @@ fn main() {
                 best = best.min(t.elapsed().as_secs_f64() * 1e3);
             }
         });
-        println!("{h}x{h} {c}->{c}: {best:.3} ms at {threads} thread(s)");
+        println!("{h}x{h} {ci}->{c}: {best:.3} ms at {threads} thread(s)");
     }
 }

@@ -34,7 +34,7 @@ pub(crate) const MIN_TILES: usize = 16;
 const BLOCK_TILES: usize = 128;
 
 /// The fewest channels in and out: below them the transforms outweigh the saved multiplies.
-pub(crate) const MIN_CHANNELS: usize = 16;
+const MIN_CHANNELS: usize = 16;
 
 /// The transformed, packed filters of one Conv.
 #[derive(Debug, Clone)]

@@ -14,13 +14,22 @@
 use rayon::prelude::*;
 
 use crate::depthwise::DwGeometry;
+use crate::direct_nhwc::{DirectArgs, DirectNhwc};
 use crate::gemm::PackedB;
 use crate::gemm::{self, AOperand, Activation, BOperand, Epilogue, GemmError, GemmParams, Isa};
 use crate::im2col::with_im2col_buf;
-use crate::winograd::{transform_filter, MIN_CHANNELS, MIN_TILES};
+use crate::winograd::{transform_filter, MIN_TILES};
 
 /// The FusedConvNhwc attribute the channels-last pass sets on the convolutions that run here.
 pub const WINOGRAD_ATTR: &str = "winograd";
+
+/// The fewest input channels: the input transform's cost grows with them and the saved
+/// multiplies with both counts. Against the direct kernel (1 thread, EPYC, ms): 160² 16→16 1.85
+/// / 1.33, 16→32 3.21 / 2.73, 24→24 2.84 / 2.97, 64→16 4.63 / 6.15, 80² 32→32 1.11 / 1.49.
+pub const MIN_CIN: usize = 32;
+
+/// The fewest output channels.
+pub const MIN_COUT: usize = 16;
 
 /// Points of a transformed tile (4×4).
 const POINTS: usize = 16;
@@ -34,8 +43,8 @@ const BLOCK_TILES: usize = 128;
 const LANES: usize = 8;
 
 /// Whether a convolution of this shape runs as channels-last Winograd: 3×3, stride 1,
-/// undilated, ungrouped, at least `MIN_CHANNELS` in and out and `MIN_TILES` 2×2 output blocks
-/// (the measured limits of `winograd.rs`).
+/// undilated, ungrouped, at least [`MIN_CIN`] channels in and [`MIN_COUT`] out, and
+/// `MIN_TILES` 2×2 output blocks (`winograd.rs`'s limit).
 pub fn suits(
     kernel: [usize; 2],
     strides: [usize; 2],
@@ -47,14 +56,33 @@ pub fn suits(
     kernel == [3, 3]
         && strides == [1, 1]
         && dilations == [1, 1]
-        && cin.min(cout) >= MIN_CHANNELS
+        && cin >= MIN_CIN
+        && cout >= MIN_COUT
         && out[0].div_ceil(2) * out[1].div_ceil(2) >= MIN_TILES
 }
 
-/// The transformed, packed filters of one convolution.
+/// Each point's filters, as the products of that point take them.
+#[derive(Debug, Clone)]
+enum PointFilters {
+    /// `[cin × cout]` packed for the GEMM.
+    Gemm(Vec<PackedB>),
+    /// Repacked for the direct kernel's 1×1 tiles.
+    Direct(Vec<Vec<f32>>),
+}
+
+/// Whether the 16 products run on the direct kernel rather than the GEMM: below 64 output
+/// channels, where the GEMM's packing of V (once per point, used for only `cout` columns)
+/// outweighs its faster tiles. Measured at 1 thread on an EPYC (GEMM / direct, ms): 160² 96→24
+/// 11.3 / 8.2, 56² 128→32 1.83 / 1.66, 56² 64→64 1.78 / 1.83, 40² 128→128 2.83 / 3.08, 14²
+/// 256→256 1.21 / 1.67.
+fn points_run_direct(cout: usize) -> bool {
+    cout < 64
+}
+
+/// The transformed filters of one convolution.
 #[derive(Debug, Clone)]
 pub struct WinogradNhwc {
-    u: Vec<PackedB>,
+    u: PointFilters,
     cin: usize,
     cout: usize,
 }
@@ -81,18 +109,30 @@ impl WinogradNhwc {
                 need: n * 9,
             });
         }
-        // Point p's `[cin × cout]` operand: row ci, column co.
+        // Point p's filters as 1×1 ones, `[cout, cin]`.
         let mut planes = vec![0f32; POINTS * n];
         for (pair, g) in w.chunks_exact(9).enumerate() {
-            let (co, ci) = (pair / cin, pair % cin);
             for (p, u) in transform_filter(g).into_iter().enumerate() {
-                planes[p * n + ci * cout + co] = u;
+                planes[p * n + pair] = u;
             }
         }
-        let u = planes
-            .chunks_exact(n)
-            .map(|plane| PackedB::pack(plane, cin, cout, cout, false))
-            .collect::<Result<_, _>>()?;
+        let u = if points_run_direct(cout) {
+            let k = point_kernel(1, cin, cout);
+            PointFilters::Direct(
+                planes
+                    .chunks_exact(n)
+                    .map(|plane| k.repack_weights(plane))
+                    .collect(),
+            )
+        } else {
+            // Point p's `[cin × cout]`, read transposed from `[cout, cin]`.
+            PointFilters::Gemm(
+                planes
+                    .chunks_exact(n)
+                    .map(|plane| PackedB::pack(plane, cin, cout, cin, true))
+                    .collect::<Result<_, _>>()?,
+            )
+        };
         Ok(WinogradNhwc { u, cin, cout })
     }
 
@@ -209,26 +249,7 @@ impl WinogradNhwc {
                 }
                 let v = &*v;
                 let m = &mut mbuf[..POINTS * bt * cout];
-                let p = GemmParams::new(bt, cout, cin);
-                let point = |(pt, (c, u)): (usize, (&mut [f32], &PackedB))| {
-                    let a = AOperand::Raw {
-                        data: &v[pt * cin..],
-                        ld: POINTS * cin,
-                        trans: false,
-                    };
-                    gemm::sgemm(&p, a, BOperand::Packed(u), c, cout, &Epilogue::NONE, 1)
-                };
-                if threads > 1 {
-                    m.par_chunks_mut(bt * cout)
-                        .zip(self.u.par_iter())
-                        .enumerate()
-                        .try_for_each(point)?;
-                } else {
-                    m.chunks_mut(bt * cout)
-                        .zip(self.u.iter())
-                        .enumerate()
-                        .try_for_each(point)?;
-                }
+                self.products(isa, v, m, bt, threads)?;
                 let m = &*m;
                 let (r0, r1) = (2 * (t0 - t_begin), (2 * t1).min(g.oh) - 2 * t_begin);
                 let yb = &mut y[r0 * g.ow * cout..r1 * g.ow * cout];
@@ -255,6 +276,84 @@ impl WinogradNhwc {
             }
             Ok(())
         })
+    }
+}
+
+impl WinogradNhwc {
+    /// The 16 products `M_p = V_p · U_p` of a block of `bt` tiles (V tile-major, M
+    /// point-major), the points split over `threads`.
+    fn products(
+        &self,
+        isa: Isa,
+        v: &[f32],
+        m: &mut [f32],
+        bt: usize,
+        threads: usize,
+    ) -> Result<(), GemmError> {
+        let (cin, cout) = (self.cin, self.cout);
+        let k = point_kernel(bt, cin, cout);
+        let p = GemmParams::new(bt, cout, cin);
+        let point = |pt: usize, c: &mut [f32]| -> Result<(), GemmError> {
+            match &self.u {
+                // A 1×1 convolution of stride 16 over V (point p's tiles are every 16th
+                // vector from the p-th) on the direct kernel: it broadcasts V where it lies;
+                // the GEMM's packing of V was a fifth of a layer with 24 output channels.
+                PointFilters::Direct(u) => {
+                    let args = DirectArgs {
+                        x: &v[pt * cin..],
+                        wts: &u[pt],
+                        bias: None,
+                        z: None,
+                        act: &Activation::None,
+                    };
+                    // SAFETY: `c` is this point's `bt × cout` block of M, borrowed mutably
+                    // for the call.
+                    unsafe { k.run(isa, &args, (0, bt), (0, k.blocks()), c.as_mut_ptr()) };
+                    Ok(())
+                }
+                PointFilters::Gemm(u) => {
+                    let a = AOperand::Raw {
+                        data: &v[pt * cin..],
+                        ld: POINTS * cin,
+                        trans: false,
+                    };
+                    let b = BOperand::Packed(&u[pt]);
+                    gemm::sgemm(&p, a, b, c, cout, &Epilogue::NONE, 1)
+                }
+            }
+        };
+        if threads > 1 {
+            m.par_chunks_mut(bt * cout)
+                .enumerate()
+                .try_for_each(|(pt, c)| point(pt, c))
+        } else {
+            m.chunks_mut(bt * cout)
+                .enumerate()
+                .try_for_each(|(pt, c)| point(pt, c))
+        }
+    }
+}
+
+/// The 1×1 stride-16 convolution that multiplies one point's `tiles` rows of V (tile-major,
+/// `[tile][16][cin]`, read from that point's first vector on) by its filters.
+fn point_kernel(tiles: usize, cin: usize, cout: usize) -> DirectNhwc {
+    DirectNhwc {
+        g: DwGeometry {
+            h: 1,
+            w: (tiles - 1) * POINTS + 1,
+            kh: 1,
+            kw: 1,
+            stride_h: 1,
+            stride_w: POINTS,
+            dil_h: 1,
+            dil_w: 1,
+            pad_top: 0,
+            pad_left: 0,
+            oh: 1,
+            ow: tiles,
+        },
+        cin,
+        cout,
     }
 }
 
@@ -578,6 +677,8 @@ mod tests {
         // (h, w, [top, left, bottom, right], cin, cout)
         let cases: &[(usize, usize, [usize; 4], usize, usize)] = &[
             (8, 8, [1, 1, 1, 1], 16, 16),
+            // 64 output channels and more: the products on the GEMM.
+            (9, 10, [1, 1, 1, 1], 20, 70),
             (7, 9, [1, 1, 1, 1], 17, 20),
             (9, 6, [0, 0, 0, 0], 16, 19),
             (6, 11, [2, 1, 0, 2], 24, 16),
@@ -713,7 +814,9 @@ mod tests {
         assert!(!s(3, 2, 1, 64, 64, 28));
         assert!(!s(3, 1, 2, 64, 64, 28));
         assert!(!s(1, 1, 1, 64, 64, 28));
-        assert!(!s(3, 1, 1, 8, 64, 28));
+        assert!(!s(3, 1, 1, 16, 64, 28));
+        assert!(s(3, 1, 1, 96, 24, 160));
+        assert!(!s(3, 1, 1, 96, 8, 160));
     }
 
     #[test]

@@ -341,10 +341,11 @@ prop_compose! {
 
 prop_compose! {
     /// A 3×3 stride-1 Conv marked for channels-last Winograd (`winograd = 1`, as the
-    /// channels-last pass marks them): channel counts off the transforms' 8-lane steps, images
+    /// channels-last pass marks them): channel counts off the transforms' 8-lane steps, under
+    /// 64 outputs (products on the direct kernel) and over (on the GEMM), images
     /// down to one tile, odd sizes, asymmetric padding and auto_pad.
     fn winograd_nhwc_case()(
-        n in 1usize..3, cin in 16usize..41, cout in 16usize..50,
+        n in 1usize..3, cin in 16usize..41, cout in prop_oneof![16usize..50, 64usize..80],
         h in 1usize..20, w in 1usize..20, pad in 0usize..3, auto in 0usize..3,
         bias in any::<bool>(), seed in any::<u64>()
     ) -> Case {

@@ -290,15 +290,15 @@ fn explain_names_the_seed_engines_that_take_nodes() {
 #[test]
 fn explain_notes_the_winograd_layers() {
     let mut n = Net::new();
-    let x = n.input("x", F32, &[1, 16, 8, 8]);
+    let x = n.input("x", F32, &[1, 32, 8, 8]);
     let pads = net::a_ints("pads", &[1, 1, 1, 1]);
-    let w1 = n.weight(&[16, 16, 3, 3], 1);
+    let w1 = n.weight(&[32, 32, 3, 3], 1);
     let a = n.op("Conv", &[&x, &w1], vec![pads.clone()]);
-    let w2 = n.weight(&[16, 16, 3, 3], 2);
+    let w2 = n.weight(&[32, 32, 3, 3], 2);
     let b = n.op("Conv", &[&a, &w2], vec![pads]);
-    let w3 = n.weight(&[16, 16, 1, 1], 3);
+    let w3 = n.weight(&[32, 32, 1, 1], 3);
     n.op_to("Conv", &[&b, &w3], "y", vec![]);
-    n.output("y", F32, &[1, 16, 8, 8]);
+    n.output("y", F32, &[1, 32, 8, 8]);
     let path = tmp("winograd.onnx");
     std::fs::write(&path, n.model().encode_to_vec()).unwrap();
     let out = cli::explain::run(&path, &EngineArgs::default(), true, None)
