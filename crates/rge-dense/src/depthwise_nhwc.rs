@@ -176,9 +176,16 @@ unsafe fn channels<S: Simd, const PX: usize>(
     let mut c0 = 0;
     // SAFETY: the caller's contract; each call covers channels inside `[0, C)`.
     unsafe {
-        while c0 + 4 * S::LANES <= c {
-            pixels::<S, PX, 4>(s, ctx, ox0, kj, c0, S::LANES);
-            c0 += 4 * S::LANES;
+        if S::LANES >= 16 {
+            while c0 + 4 * S::LANES <= c {
+                pixels::<S, PX, 4>(s, ctx, ox0, kj, c0, S::LANES);
+                c0 += 4 * S::LANES;
+            }
+        } else {
+            while c0 + 2 * S::LANES <= c {
+                pixels::<S, PX, 2>(s, ctx, ox0, kj, c0, S::LANES);
+                c0 += 2 * S::LANES;
+            }
         }
         while c0 < c {
             pixels::<S, PX, 1>(s, ctx, ox0, kj, c0, (c - c0).min(S::LANES));
