@@ -53,14 +53,21 @@ pub const MAX_DIRECT_CIN: usize = 64;
 /// only inputs too deep for those tiles (chunked) stay on the GEMM. Measured on ResNet-50 at 1
 /// thread: with AVX-512 the summed 1×1 time 4% lower (28² 128→512 0.78 → 0.68 ms, 28² 512→256
 /// 1.59 → 1.21); with AVX2 (an EPYC, 6 × 2 tiles) the model 101 → 97 ms (best of 10, three
-/// alternated runs), the same or better at 2 threads and on MobileNetV2.
+/// alternated runs), the same or better at 2 threads and on MobileNetV2. Since the GEMM's
+/// one-row tiles and register packing, on AVX2 inputs of 1024 channels and more run faster on
+/// it (ResNet-50 in the model, 1 thread: 7² 2048→512 1.52 → 1.24 ms, 14² 1024→256 1.19 →
+/// 1.15, 14² 1024→512 2.38 → 2.23), shallower ones still slower (56² 64→256 with its residual
+/// 1.38 → 1.96, 28² 512→128 1.10 → 1.19).
 fn pointwise_as_gemm(cin: usize, cout: usize) -> bool {
-    if Isa::best() != Isa::Scalar {
-        cin > direct_nhwc::CHUNKED_DEPTH
-    } else {
-        cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN
+    match Isa::best() {
+        Isa::Avx2 => cin >= AVX2_GEMM_DEPTH,
+        Isa::Scalar => cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN,
+        _ => cin > direct_nhwc::CHUNKED_DEPTH,
     }
 }
+
+/// On AVX2, the fewest input channels of a pointwise convolution run as one GEMM.
+const AVX2_GEMM_DEPTH: usize = 1024;
 
 /// The kernel: its window, group, activation and its constant weights, packed for the GEMM
 /// (`[Cin × Cout]`) or repacked for a direct kernel.
