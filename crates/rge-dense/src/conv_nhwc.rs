@@ -57,10 +57,14 @@ pub const MAX_DIRECT_CIN: usize = 64;
 /// one-row tiles and register packing, on AVX2 inputs of 1024 channels and more run faster on
 /// it (ResNet-50 in the model, 1 thread: 7² 2048→512 1.52 → 1.24 ms, 14² 1024→256 1.19 →
 /// 1.15, 14² 1024→512 2.38 → 2.23), shallower ones still slower (56² 64→256 with its residual
-/// 1.38 → 1.96, 28² 512→128 1.10 → 1.19).
-fn pointwise_as_gemm(cin: usize, cout: usize) -> bool {
+/// 1.38 → 1.96, 28² 512→128 1.10 → 1.19), except expansions (at least 4× the channels out)
+/// without a residual, where the direct kernel's blocks of 32 outputs re-read each pixel's
+/// input many times (MobileNetV2 at 1 thread: 14² 96→576 0.275 → 0.244 ms, 7² 160→960 0.228 →
+/// 0.198, 56² 24→144 0.352 → 0.319; its projections stay direct: 56² 144→24 0.25 against 0.40
+/// as a GEMM).
+fn pointwise_as_gemm(cin: usize, cout: usize, residual: bool) -> bool {
     match Isa::best() {
-        Isa::Avx2 => cin >= AVX2_GEMM_DEPTH,
+        Isa::Avx2 => cin >= AVX2_GEMM_DEPTH || (!residual && cout >= 4 * cin),
         Isa::Scalar => cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN,
         _ => cin > direct_nhwc::CHUNKED_DEPTH,
     }
@@ -120,12 +124,12 @@ fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
 }
 
 /// Whether a convolution with weights `[Cout, Cin, kh, kw]` runs as one GEMM: ungrouped 1×1,
-/// stride 1, unpadded, with the channel counts of [`pointwise_as_gemm`].
-fn runs_as_gemm(window: &WindowAttrs, w: &[usize], group: usize) -> bool {
+/// stride 1, unpadded, with the channel counts (and residual or not) of [`pointwise_as_gemm`].
+fn runs_as_gemm(window: &WindowAttrs, w: &[usize], group: usize, residual: bool) -> bool {
     let ones = |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1));
     group == 1
         && w.len() == 4
-        && pointwise_as_gemm(w[1], w[0])
+        && pointwise_as_gemm(w[1], w[0], residual)
         && w[2] == 1
         && w[3] == 1
         && ones(&window.strides)
@@ -135,6 +139,11 @@ fn runs_as_gemm(window: &WindowAttrs, w: &[usize], group: usize) -> bool {
             .is_none_or(|p| p.iter().all(|&x| x == 0))
 }
 
+/// Whether the node has a residual input (Z).
+fn has_residual(init: &KernelInit<'_>) -> bool {
+    init.input_types.get(3).is_some_and(Option::is_some)
+}
+
 /// The packed weights of a constant W that runs as a GEMM.
 fn packed_from_constant(
     init: &KernelInit<'_>,
@@ -142,7 +151,7 @@ fn packed_from_constant(
     group: usize,
 ) -> KernelResult<Option<PackedB>> {
     match init.constant(1) {
-        Some(w) if runs_as_gemm(window, w.shape(), group) => {
+        Some(w) if runs_as_gemm(window, w.shape(), group, has_residual(init)) => {
             Ok(Some(pack_weights(w.as_slice::<f32>()?, w.shape())?))
         }
         _ => Ok(None),
@@ -181,7 +190,7 @@ fn direct_from_constant(
     }
     Ok(if group > 1 && s[1] == 1 && s[0] == group {
         Some(DwNhwc { g, channels: s[0] }.repack_weights(data))
-    } else if group == 1 && !runs_as_gemm(window, s, group) {
+    } else if group == 1 && !runs_as_gemm(window, s, group, has_residual(init)) {
         Some(
             DirectNhwc {
                 g,
@@ -382,7 +391,8 @@ impl Kernel for ConvNhwcKernel {
         let io = Io { x: xv, bias, z };
         let pointwise = g.is_pointwise();
         // Weights packed at compile time run the GEMM (a model saved on another machine).
-        if !depthwise && pointwise && (packed.is_some() || pointwise_as_gemm(cin, cout)) {
+        let as_gemm = pointwise_as_gemm(cin, cout, z.is_some());
+        if !depthwise && pointwise && (packed.is_some() || as_gemm) {
             let owned;
             let b_op = match packed {
                 Some(p) => BOperand::Packed(p),
