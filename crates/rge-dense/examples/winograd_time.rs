@@ -32,6 +32,11 @@ fn main() {
             (7, 512, 512),
         ],
     };
+    // `RGE_ACT=silu`: SiLU instead of Relu (YOLOv8's).
+    let act = match std::env::var("RGE_ACT").as_deref() {
+        Ok("silu") => Activation::SILU,
+        _ => Activation::Relu,
+    };
     for (h, ci, c) in layers {
         if only.is_some_and(|o| o != h) {
             continue;
@@ -58,7 +63,7 @@ fn main() {
             x: &x,
             bias: Some(&bias),
             z: None,
-            act: &Activation::Relu,
+            act: &act,
         };
         let mut out = vec![0.0f32; h * h * c];
         let mut best = f64::MAX;

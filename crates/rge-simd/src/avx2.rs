@@ -159,6 +159,11 @@ impl Simd for Avx2 {
         unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b) }
     }
     #[inline(always)]
+    fn all(self, m: __m256) -> bool {
+        // SAFETY: see the impl.
+        unsafe { _mm256_movemask_ps(m) == 0xff }
+    }
+    #[inline(always)]
     fn is_nan(self, a: __m256) -> __m256 {
         // SAFETY: see the impl.
         unsafe { _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a) }

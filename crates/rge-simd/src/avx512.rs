@@ -168,6 +168,10 @@ impl Simd for Avx512 {
         unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b) }
     }
     #[inline(always)]
+    fn all(self, m: __mmask16) -> bool {
+        m == 0xffff
+    }
+    #[inline(always)]
     fn is_nan(self, a: __m512) -> __mmask16 {
         // SAFETY: see the impl.
         unsafe { _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a) }

@@ -110,6 +110,10 @@ impl<const L: usize> Simd for Lanes<L> {
         zip(a, b, |x, y| x == y)
     }
     #[inline(always)]
+    fn all(self, m: [bool; L]) -> bool {
+        m.iter().all(|&b| b)
+    }
+    #[inline(always)]
     fn is_nan(self, a: [f32; L]) -> [bool; L] {
         map(a, f32::is_nan)
     }

@@ -12,7 +12,9 @@
 //! - `log`: the mantissa in [√½, √2) and Cephes' degree-9 polynomial for `log(1+f)`; denormal
 //!   inputs are scaled by 2^23 first.
 //! - `tanh`: an odd polynomial below |x| = 0.625, `1 - 2/(e^{2|x|}+1)` above.
-//! - `sigmoid`: `1/(1+e^{-x})` for x ≥ 0, `e^x/(1+e^x)` below (no overflow, no cancellation).
+//! - `sigmoid`: `1/(1+e^{-x})` for x ≥ 0, `e^x/(1+e^x)` below (no overflow, no cancellation);
+//!   a vector whose lanes are all within ±80 shares one `e^{-|x|}` with a single 2^n factor
+//!   (SiLU likewise).
 //! - `erf`: its Taylor series below |x| = 0.75, `1 - t·e^{-x²}·Q(t)` with `t = 1/(1+|x|/2)`
 //!   above, `x²` carried exactly as `h + l`.
 //! - erf-GELU and tanh-GELU as in the dense epilogue (`x·Φ(x)` from erfc without the `1 + erf`
@@ -65,29 +67,82 @@ pub fn exp_normal<S: Simd>(s: S, x: S::V) -> S::V {
 /// NaN `x` not handled).
 #[inline(always)]
 pub fn exp_mul<S: Simd>(s: S, x: S::V, m: S::V) -> S::V {
-    // 1 + r + r²·P(r) on |r| <= ln2/2 (least squares, relative error 6e-11 in exact arithmetic).
-    const P: [f32; 6] = [
-        0.5,
-        0.166_666_66,
-        0.041_666_27,
-        0.008_333_43,
-        0.001_394_602_4,
-        0.000_198_265_01,
-    ];
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 split so that n·LN2_HI is exact for |n| < 2^9.
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
+    exp_parts(s, x).times(s, m)
+}
+
+/// `e^x` as the reduction leaves it, before a multiplier is applied: `e·2^{n1}·2^{n2}`. Two
+/// products with the same `x` (`mul_sigmoid`'s numerator and denominator) share it.
+#[derive(Clone, Copy)]
+pub struct ExpParts<V> {
+    e: V,
+    p1: V,
+    p2: V,
+}
+
+impl<V: Copy> ExpParts<V> {
+    /// `m·e^x`, the same arithmetic as [`exp_mul`].
+    #[inline(always)]
+    pub fn times<S: Simd<V = V>>(self, s: S, m: V) -> V {
+        s.mul(s.mul(s.mul(self.e, m), self.p1), self.p2)
+    }
+}
+
+/// The shared part of [`exp_mul`].
+#[inline(always)]
+pub fn exp_parts<S: Simd>(s: S, x: S::V) -> ExpParts<S::V> {
     // Below -110 the result rounds to 0 (for |m| < 2^40); above 89, 2^n overflows to inf.
     let xc = s.min(s.splat(89.0), s.max(s.splat(-110.0), x));
     let n = s.round(s.mul(xc, s.splat(LOG2E)));
     let r = s.fma(n, s.splat(-LN2_HI), xc);
     let r = s.fma(n, s.splat(-LN2_LO), r);
-    let e = s.fma(s.mul(r, r), poly(s, r, &P), s.add(r, s.splat(1.0)));
+    let e = s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, s.splat(1.0)));
     // 2^n in two factors so every n in [-159, 128] is representable.
     let n1 = s.round(s.mul(n, s.splat(0.5)));
     let n2 = s.sub(n, n1);
-    s.mul(s.mul(s.mul(e, m), s.pow2i(n1)), s.pow2i(n2))
+    ExpParts {
+        e,
+        p1: s.pow2i(n1),
+        p2: s.pow2i(n2),
+    }
+}
+
+// 1 + r + r²·P(r) on |r| <= ln2/2 (least squares, relative error 6e-11 in exact arithmetic).
+const EXP_P: [f32; 6] = [
+    0.5,
+    0.166_666_66,
+    0.041_666_27,
+    0.008_333_43,
+    0.001_394_602_4,
+    0.000_198_265_01,
+];
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+// ln 2 split so that n·LN2_HI is exact for |n| < 2^9.
+const LN2_HI: f32 = 0.693_145_75;
+const LN2_LO: f32 = 1.428_606_8e-6;
+
+/// The magnitude up to which (in every lane of a vector) sigmoid and SiLU take their short
+/// form: `e^{-|x|}` is then at least `e^-80`, a normal float, so `2^n` needs one factor, no
+/// clamps, and no second exponential for the negative side.
+const SHORT_ABS_MAX: f32 = 80.0;
+
+/// `(e^{-|x|}, 1/(1 + e^{-|x|}))` for `|x| <= SHORT_ABS_MAX` ([`exp_mul`]'s reduction and
+/// polynomial; a NaN lane gives NaN in both).
+#[inline(always)]
+fn sigmoid_short_parts<S: Simd>(s: S, x: S::V) -> (S::V, S::V) {
+    let one = s.splat(1.0);
+    let nx = s.neg(s.abs(x));
+    let n = s.round(s.mul(nx, s.splat(LOG2E)));
+    let r = s.fma(n, s.splat(-LN2_HI), nx);
+    let r = s.fma(n, s.splat(-LN2_LO), r);
+    let e = s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, one));
+    let t = s.mul(e, s.pow2i(n));
+    (t, s.div(one, s.add(one, t)))
+}
+
+/// Whether every lane of `x` is within the short form's range (NaN lanes are not).
+#[inline(always)]
+fn all_short<S: Simd>(s: S, x: S::V) -> bool {
+    s.all(s.le(s.abs(x), s.splat(SHORT_ABS_MAX)))
 }
 
 /// `e^x - 1`.
@@ -197,27 +252,52 @@ fn mul_sigmoid<S: Simd>(s: S, m: S::V, h: S::V, l: S::V) -> S::V {
     // -|w| = nh + nl
     let nh = s.neg(s.abs(h));
     let nl = s.select(neg, l, s.neg(l));
-    let e = exp_mul(s, nh, s.add(one, nl));
+    // Both products of e^{nh} share its reduction and polynomial (the same arithmetic as two
+    // `exp_mul` calls, half the work).
+    let parts = exp_parts(s, nh);
+    let e = parts.times(s, s.add(one, nl));
     let den = s.add(one, e);
-    let num = s.select(neg, exp_mul(s, nh, s.mul(m, s.add(one, nl))), m);
+    let num = s.select(neg, parts.times(s, s.mul(m, s.add(one, nl))), m);
     s.div(num, den)
 }
 
 /// `1 / (1 + e^{-x})`.
 #[inline(always)]
 pub fn sigmoid<S: Simd>(s: S, x: S::V) -> S::V {
+    if all_short(s, x) {
+        // sigmoid(x) = q for x >= 0, t·q below (t = e^{-|x|}, q = 1/(1+t)): a third of the
+        // general form's work (activations are almost always in range).
+        let (t, q) = sigmoid_short_parts(s, x);
+        return s.select(s.lt(x, s.splat(0.0)), s.mul(t, q), q);
+    }
     keep_nan(s, x, mul_sigmoid(s, s.splat(1.0), x, s.splat(0.0)))
 }
 
 /// `x·sigmoid(alpha·x)` (Swish; SiLU at alpha = 1), `alpha·x` carried exactly.
 #[inline(always)]
 pub fn swish<S: Simd>(s: S, x: S::V, alpha: f32) -> S::V {
+    if alpha == 1.0 && all_short(s, x) {
+        // SiLU in range: x·q, or x·t·q below 0 (see `sigmoid`).
+        let (t, q) = sigmoid_short_parts(s, x);
+        let xq = s.mul(x, q);
+        return s.select(s.lt(x, s.splat(0.0)), s.mul(xq, t), xq);
+    }
     let (h, l) = two_prod(s, s.splat(alpha), x);
     let inf = s.splat(f32::INFINITY);
     let finite = s.lt(s.abs(h), inf);
     let r = mul_sigmoid(s, x, h, s.select(finite, l, s.splat(0.0)));
-    // At ±inf the formula's own value: x·sigmoid(±inf) (inf·1, or -inf·0 = NaN).
-    let plain = s.mul(x, sigmoid(s, h));
+    // SiLU below -110: |x·e^x| < 2e-46 rounds to -0, where the exponential's clamp at -110
+    // would scale a huge x by e^-110 instead.
+    let r = if alpha == 1.0 {
+        s.select(s.lt(x, s.splat(-110.0)), s.mul(x, s.splat(0.0)), r)
+    } else {
+        r
+    };
+    // At ±inf the formula's own value: x·sigmoid(h) with h = ±inf (inf·1, or -inf·0 = NaN) or
+    // NaN (alpha = 0: x·NaN): sigmoid(±inf) is the step 1 or 0, and a NaN h compares false,
+    // which gives x·0 = NaN. No third exponential for it.
+    let zero = s.splat(0.0);
+    let plain = s.mul(x, s.select(s.lt(zero, h), s.splat(1.0), zero));
     let r = s.select(s.lt(s.abs(x), inf), r, plain);
     keep_nan(s, x, r)
 }

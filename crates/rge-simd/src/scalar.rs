@@ -103,6 +103,10 @@ impl Simd for Scalar {
         a == b
     }
     #[inline(always)]
+    fn all(self, m: bool) -> bool {
+        m
+    }
+    #[inline(always)]
     fn is_nan(self, a: f32) -> bool {
         a.is_nan()
     }

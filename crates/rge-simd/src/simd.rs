@@ -45,6 +45,8 @@ pub trait Simd: Copy {
     /// Lanes where `a` is NaN.
     fn is_nan(self, a: Self::V) -> Self::M;
     fn or(self, a: Self::M, b: Self::M) -> Self::M;
+    /// Whether every lane of `m` is set.
+    fn all(self, m: Self::M) -> bool;
     /// `m ? a : b` per lane.
     fn select(self, m: Self::M, a: Self::V, b: Self::V) -> Self::V;
     /// The sum of the lanes.

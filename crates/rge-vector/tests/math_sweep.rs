@@ -69,6 +69,13 @@ fn cases() -> Vec<Case> {
             max_ulp: 3.0,
         },
         Case {
+            name: "silu",
+            op: UnaryOp::Swish(1.0),
+            reference: |x| x * sigmoid(x),
+            points: &[0.0, 17.0, 80.0, -80.0, 87.0, 103.0, 1e-30],
+            max_ulp: 4.0,
+        },
+        Case {
             name: "erf",
             op: UnaryOp::Erf,
             reference: libm::erf,
