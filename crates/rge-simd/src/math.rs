@@ -44,7 +44,22 @@ pub fn keep_nan<S: Simd>(s: S, x: S::V, y: S::V) -> S::V {
 /// `e^x`.
 #[inline(always)]
 pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
+    if all_short(s, x) {
+        return exp_short(s, x);
+    }
     keep_nan(s, x, exp_mul(s, x, s.splat(1.0)))
+}
+
+/// `e^x` for `|x| <= SHORT_ABS_MAX` (every lane): [`exp_mul`]'s reduction and polynomial with
+/// `2^n` in one factor and no clamps, bit for bit its result there (`e·2^n` is normal, so the
+/// two factors scale exactly too).
+#[inline(always)]
+fn exp_short<S: Simd>(s: S, x: S::V) -> S::V {
+    let n = s.round(s.mul(x, s.splat(LOG2E)));
+    let r = s.fma(n, s.splat(-LN2_HI), x);
+    let r = s.fma(n, s.splat(-LN2_LO), r);
+    let e = s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, s.splat(1.0)));
+    s.mul(e, s.pow2i(n))
 }
 
 /// Below this, [`exp_normal`] gives 0 (`e^-87` is 1.6e-38, just above the smallest normal f32).
@@ -57,6 +72,10 @@ pub const EXP_NORMAL_MIN: f32 = -87.0;
 /// scores made the attention softmax 20× slower than its arithmetic).
 #[inline(always)]
 pub fn exp_normal<S: Simd>(s: S, x: S::V) -> S::V {
+    if all_short(s, x) {
+        // Softmax's usual vector: nothing below e^-80.
+        return exp_short(s, x);
+    }
     let lo = s.splat(EXP_NORMAL_MIN);
     // max(lo, x) is x for a NaN x (x86 semantics), so the NaN reaches `exp` and stays.
     let e = exp(s, s.max(lo, x));
@@ -120,22 +139,16 @@ const LOG2E: f32 = std::f32::consts::LOG2_E;
 const LN2_HI: f32 = 0.693_145_75;
 const LN2_LO: f32 = 1.428_606_8e-6;
 
-/// The magnitude up to which (in every lane of a vector) sigmoid and SiLU take their short
-/// form: `e^{-|x|}` is then at least `e^-80`, a normal float, so `2^n` needs one factor, no
-/// clamps, and no second exponential for the negative side.
+/// The magnitude up to which (in every lane of a vector) exp, sigmoid and SiLU take their
+/// short form: `e^{±80}` is a normal float, so `2^n` needs one factor and no clamps (and
+/// sigmoid no second exponential for the negative side).
 const SHORT_ABS_MAX: f32 = 80.0;
 
-/// `(e^{-|x|}, 1/(1 + e^{-|x|}))` for `|x| <= SHORT_ABS_MAX` ([`exp_mul`]'s reduction and
-/// polynomial; a NaN lane gives NaN in both).
+/// `(e^{-|x|}, 1/(1 + e^{-|x|}))` for `|x| <= SHORT_ABS_MAX`.
 #[inline(always)]
 fn sigmoid_short_parts<S: Simd>(s: S, x: S::V) -> (S::V, S::V) {
     let one = s.splat(1.0);
-    let nx = s.neg(s.abs(x));
-    let n = s.round(s.mul(nx, s.splat(LOG2E)));
-    let r = s.fma(n, s.splat(-LN2_HI), nx);
-    let r = s.fma(n, s.splat(-LN2_LO), r);
-    let e = s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, one));
-    let t = s.mul(e, s.pow2i(n));
+    let t = exp_short(s, s.neg(s.abs(x)));
     (t, s.div(one, s.add(one, t)))
 }
 

@@ -510,6 +510,37 @@ pub unsafe fn softmax<S: Simd>(s: S, x: &[f32], y: &mut [f32], log: bool) {
     let mut acc = s.splat(0.0);
     let mut i = 0;
     let mut since_flush = 0;
+    // Two vectors a step, each with its own sum: two independent chains through the
+    // exponential (PP-OCR's 80 rows of 6625 at 1 thread, with `exp_normal`'s short form:
+    // 0.45 → 0.33 ms; four a step 0.345; onnxruntime 0.24).
+    let mut acc2 = s.splat(0.0);
+    while i + 2 * S::LANES <= n {
+        // SAFETY: i + 2·LANES <= n for both slices.
+        let (e0, e1) = unsafe {
+            (
+                math::exp_normal(s, s.sub(s.load(xp.add(i)), mv)),
+                math::exp_normal(s, s.sub(s.load(xp.add(i + S::LANES)), mv)),
+            )
+        };
+        if !log {
+            // SAFETY: as above.
+            unsafe {
+                s.store(yp.add(i), e0);
+                s.store(yp.add(i + S::LANES), e1);
+            }
+        }
+        acc = s.add(acc, e0);
+        acc2 = s.add(acc2, e1);
+        since_flush += 2;
+        if since_flush >= 256 {
+            sum += s.hsum(acc) as f64 + s.hsum(acc2) as f64;
+            acc = s.splat(0.0);
+            acc2 = s.splat(0.0);
+            since_flush = 0;
+        }
+        i += 2 * S::LANES;
+    }
+    acc = s.add(acc, acc2);
     while i + S::LANES <= n {
         // SAFETY: i + LANES <= n for both slices.
         let e = math::exp_normal(s, s.sub(unsafe { s.load(xp.add(i)) }, mv));
