@@ -126,17 +126,21 @@ fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
 /// Whether a convolution with weights `[Cout, Cin, kh, kw]` runs as one GEMM: ungrouped 1×1,
 /// stride 1, unpadded, with the channel counts (and residual or not) of [`pointwise_as_gemm`].
 fn runs_as_gemm(window: &WindowAttrs, w: &[usize], group: usize, residual: bool) -> bool {
-    let ones = |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1));
     group == 1
         && w.len() == 4
         && pointwise_as_gemm(w[1], w[0], residual)
         && w[2] == 1
         && w[3] == 1
-        && ones(&window.strides)
+        && all_ones(&window.strides)
         && window
             .pads
             .as_ref()
             .is_none_or(|p| p.iter().all(|&x| x == 0))
+}
+
+/// Whether an optional per-axis attribute (strides, dilations) is absent or all ones.
+fn all_ones(v: &Option<Vec<usize>>) -> bool {
+    v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1))
 }
 
 /// Whether the node has a residual input (Z).
@@ -260,9 +264,8 @@ fn winograd_from_constant(
             ))
         }
     }
-    let ones = |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1));
     let threes = window.kernel.as_ref().is_none_or(|k| k == &[3, 3]);
-    if group != 1 || !ones(&window.strides) || !ones(&window.dilations) || !threes {
+    if group != 1 || !all_ones(&window.strides) || !all_ones(&window.dilations) || !threes {
         return Err(KernelError::attr(
             WINOGRAD_ATTR,
             "set on a convolution that is not 3x3, stride 1, undilated and ungrouped",
@@ -391,8 +394,10 @@ impl Kernel for ConvNhwcKernel {
         let io = Io { x: xv, bias, z };
         let pointwise = g.is_pointwise();
         // Weights packed at compile time run the GEMM (a model saved on another machine).
-        let as_gemm = pointwise_as_gemm(cin, cout, z.is_some());
-        if !depthwise && pointwise && (packed.is_some() || as_gemm) {
+        if !depthwise
+            && pointwise
+            && (packed.is_some() || pointwise_as_gemm(cin, cout, z.is_some()))
+        {
             let owned;
             let b_op = match packed {
                 Some(p) => BOperand::Packed(p),

@@ -278,9 +278,7 @@ impl WinogradNhwc {
             Ok(())
         })
     }
-}
 
-impl WinogradNhwc {
     /// The 16 products `M_p = V_p · U_p` of a block of `bt` tiles (V tile-major, M
     /// point-major), the points split over `threads`.
     fn products(
@@ -406,18 +404,18 @@ unsafe fn input_avx2(
 #[inline(always)]
 fn input_row(x: &[f32], g: &DwGeometry, cin: usize, ty: usize, zeros: &[f32], v: &mut [f32]) {
     for (tx, vt) in v.chunks_exact_mut(POINTS * cin).enumerate() {
-        let d: [&[f32]; POINTS] = std::array::from_fn(|p| {
+        let mut d: [&[f32]; POINTS] = [&zeros[..cin]; POINTS];
+        for (p, d) in d.iter_mut().enumerate() {
             let iy = (2 * ty + p / 4)
                 .checked_sub(g.pad_top)
                 .filter(|&iy| iy < g.h);
             let ix = (2 * tx + p % 4)
                 .checked_sub(g.pad_left)
                 .filter(|&ix| ix < g.w);
-            match (iy, ix) {
-                (Some(iy), Some(ix)) => &x[(iy * g.w + ix) * cin..][..cin],
-                _ => &zeros[..cin],
+            if let (Some(iy), Some(ix)) = (iy, ix) {
+                *d = &x[(iy * g.w + ix) * cin..][..cin];
             }
-        });
+        }
         let mut c0 = 0;
         while c0 + LANES <= cin {
             tile_in::<LANES>(&d, vt, cin, c0);

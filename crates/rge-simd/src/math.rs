@@ -55,11 +55,21 @@ pub fn exp<S: Simd>(s: S, x: S::V) -> S::V {
 /// two factors scale exactly too).
 #[inline(always)]
 fn exp_short<S: Simd>(s: S, x: S::V) -> S::V {
+    let (n, e) = exp_reduce(s, x);
+    s.mul(e, s.pow2i(n))
+}
+
+/// `(n, e)` with `e^x = e·2^n`: `n = round(x·log2 e)`, `e = 1 + r + r²·P(r)` of the remainder
+/// `r = x - n·ln 2` (Cody–Waite). `x` within the range its caller clamps or checks.
+#[inline(always)]
+fn exp_reduce<S: Simd>(s: S, x: S::V) -> (S::V, S::V) {
     let n = s.round(s.mul(x, s.splat(LOG2E)));
     let r = s.fma(n, s.splat(-LN2_HI), x);
     let r = s.fma(n, s.splat(-LN2_LO), r);
-    let e = s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, s.splat(1.0)));
-    s.mul(e, s.pow2i(n))
+    (
+        n,
+        s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, s.splat(1.0))),
+    )
 }
 
 /// Below this, [`exp_normal`] gives 0 (`e^-87` is 1.6e-38, just above the smallest normal f32).
@@ -86,43 +96,13 @@ pub fn exp_normal<S: Simd>(s: S, x: S::V) -> S::V {
 /// NaN `x` not handled).
 #[inline(always)]
 pub fn exp_mul<S: Simd>(s: S, x: S::V, m: S::V) -> S::V {
-    exp_parts(s, x).times(s, m)
-}
-
-/// `e^x` as the reduction leaves it, before a multiplier is applied: `e·2^{n1}·2^{n2}`. Two
-/// products with the same `x` (`mul_sigmoid`'s numerator and denominator) share it.
-#[derive(Clone, Copy)]
-pub struct ExpParts<V> {
-    e: V,
-    p1: V,
-    p2: V,
-}
-
-impl<V: Copy> ExpParts<V> {
-    /// `m·e^x`, the same arithmetic as [`exp_mul`].
-    #[inline(always)]
-    pub fn times<S: Simd<V = V>>(self, s: S, m: V) -> V {
-        s.mul(s.mul(s.mul(self.e, m), self.p1), self.p2)
-    }
-}
-
-/// The shared part of [`exp_mul`].
-#[inline(always)]
-pub fn exp_parts<S: Simd>(s: S, x: S::V) -> ExpParts<S::V> {
     // Below -110 the result rounds to 0 (for |m| < 2^40); above 89, 2^n overflows to inf.
     let xc = s.min(s.splat(89.0), s.max(s.splat(-110.0), x));
-    let n = s.round(s.mul(xc, s.splat(LOG2E)));
-    let r = s.fma(n, s.splat(-LN2_HI), xc);
-    let r = s.fma(n, s.splat(-LN2_LO), r);
-    let e = s.fma(s.mul(r, r), poly(s, r, &EXP_P), s.add(r, s.splat(1.0)));
+    let (n, e) = exp_reduce(s, xc);
     // 2^n in two factors so every n in [-159, 128] is representable.
     let n1 = s.round(s.mul(n, s.splat(0.5)));
     let n2 = s.sub(n, n1);
-    ExpParts {
-        e,
-        p1: s.pow2i(n1),
-        p2: s.pow2i(n2),
-    }
+    s.mul(s.mul(s.mul(e, m), s.pow2i(n1)), s.pow2i(n2))
 }
 
 // 1 + r + r²·P(r) on |r| <= ln2/2 (least squares, relative error 6e-11 in exact arithmetic).
@@ -265,12 +245,9 @@ fn mul_sigmoid<S: Simd>(s: S, m: S::V, h: S::V, l: S::V) -> S::V {
     // -|w| = nh + nl
     let nh = s.neg(s.abs(h));
     let nl = s.select(neg, l, s.neg(l));
-    // Both products of e^{nh} share its reduction and polynomial (the same arithmetic as two
-    // `exp_mul` calls, half the work).
-    let parts = exp_parts(s, nh);
-    let e = parts.times(s, s.add(one, nl));
+    let e = exp_mul(s, nh, s.add(one, nl));
     let den = s.add(one, e);
-    let num = s.select(neg, parts.times(s, s.mul(m, s.add(one, nl))), m);
+    let num = s.select(neg, exp_mul(s, nh, s.mul(m, s.add(one, nl))), m);
     s.div(num, den)
 }
 
