@@ -1,6 +1,8 @@
 //! RNN, GRU and LSTM on the dense engine: the cells, attributes and checks are the reference
 //! kernels' (`rge-kernels-sequence`), and their GEMMs (the input projection `X·Wᵀ` over every
-//! step at once, and each step's `H·Rᵀ`) run on the packed GEMM with the session's threads.
+//! step at once, and each step's `H·Rᵀ`) run on the packed GEMM with the session's threads;
+//! an LSTM's steps take fixed column ranges of its packed R, one per thread
+//! ([`gemm::sgemm_packed_columns`]).
 
 use std::sync::Arc;
 
@@ -58,6 +60,10 @@ impl FastGemm for DenseGemm {
         let packed = PackedB::pack(b, k, n, ldb, true).map_err(gemm_err)?;
         Ok(Some(Box::new(DensePackedBt(packed))))
     }
+
+    fn column_align(&self) -> Option<usize> {
+        Some(gemm::PANEL_B)
+    }
 }
 
 /// A recurrence matrix packed once per run (Rᵀ as the GEMM's B).
@@ -79,6 +85,17 @@ impl PreparedBt for DensePackedBt {
         };
         let epi = Epilogue::default();
         gemm::sgemm(&p, a, BOperand::Packed(&self.0), c, ldc, &epi, threads).map_err(gemm_err)
+    }
+
+    fn a_bt_columns(
+        &self,
+        m: usize,
+        a: (&[f32], usize),
+        cols: std::ops::Range<usize>,
+        (c, ldc): (&mut [f32], usize),
+    ) -> KernelResult<bool> {
+        gemm::sgemm_packed_columns(m, a, &self.0, cols, c, ldc).map_err(gemm_err)?;
+        Ok(true)
     }
 }
 

@@ -226,3 +226,68 @@ fn a_packed_left_operand_unpacks_and_transposes_to_the_same_values() {
         );
     }
 }
+
+#[test]
+fn column_ranges_of_a_packed_b_match_the_whole_product() {
+    // Depths over one and two K blocks, widths with ragged tails, ranges on every panel.
+    for (m, k, n) in [(8, 512, 2048), (3, 300, 100), (13, 17, 64), (1, 1, 33)] {
+        let a = rand_vec(m * k, 3);
+        let b = rand_vec(k * n, 4);
+        let pb = PackedB::pack(&b, k, n, n, false).unwrap();
+        let mut whole = vec![0f32; m * n];
+        let p = GemmParams::new(m, n, k);
+        let a_op = AOperand::Raw {
+            data: &a,
+            ld: k,
+            trans: false,
+        };
+        sgemm(
+            &p,
+            a_op,
+            BOperand::Packed(&pb),
+            &mut whole,
+            n,
+            &Epilogue::default(),
+            1,
+        )
+        .unwrap();
+        for start in (0..n).step_by(PANEL_B) {
+            for end in [start + 1, (start + 2 * PANEL_B).min(n), n] {
+                let end = end.min(n);
+                let w = end - start;
+                // A row stride past the width: the columns between stay untouched.
+                let ldc = w + 3;
+                let mut part = vec![f32::NAN; (m - 1) * ldc + w];
+                sgemm_packed_columns(m, (&a, k), &pb, start..end, &mut part, ldc).unwrap();
+                for i in 0..m {
+                    for j in 0..w {
+                        let (got, want) = (part[i * ldc + j], whole[i * n + start + j]);
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "{m}×{k}×{n} cols {start}..{end} ({i}, {j})"
+                        );
+                    }
+                    if i + 1 < m {
+                        assert!(part[i * ldc + w..(i + 1) * ldc].iter().all(|x| x.is_nan()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_column_range_off_a_panel_or_past_the_end_is_an_error() {
+    let b = rand_vec(4 * 64, 1);
+    let pb = PackedB::pack(&b, 4, 64, 64, false).unwrap();
+    let a = rand_vec(2 * 4, 2);
+    let mut c = vec![0f32; 2 * 64];
+    let e = sgemm_packed_columns(2, (&a, 4), &pb, 5..20, &mut c, 64).unwrap_err();
+    assert!(e.to_string().contains("columns 5..20"), "{e}");
+    let e = sgemm_packed_columns(2, (&a, 4), &pb, 32..65, &mut c, 64).unwrap_err();
+    assert!(e.to_string().contains("columns 32..65"), "{e}");
+    // C too short for the range.
+    let e = sgemm_packed_columns(2, (&a, 4), &pb, 0..64, &mut c[..100], 64).unwrap_err();
+    assert!(matches!(e, GemmError::TooShort { .. }), "{e}");
+}

@@ -832,9 +832,10 @@ proptest! {
     }
 }
 
-/// An LSTM wide enough that each step's cell updates split over the threads (batch rows ×
-/// hidden units past the threshold), both directions, unequal lengths, peepholes, against the
-/// reference on one thread.
+/// An LSTM wide enough that each step's cell updates split over the threads, both directions,
+/// unequal lengths, peepholes, against the reference on one thread: with R constant, each
+/// thread a fixed range of hidden units (R packed in blocks of 64 units, the last short); with
+/// R given at run time, the batch rows (batch rows × hidden units past the threshold).
 #[test]
 fn a_wide_lstm_splits_its_cell_updates_over_threads() {
     let (seq, batch, input, hidden, dirs) = (4, 6, 16, 400, 2);
@@ -858,16 +859,19 @@ fn a_wide_lstm_splits_its_cell_updates_over_threads() {
         inputs,
     };
     let want = cpu(&c);
-    let k = build(
-        rge_dense::recurrent::create_recurrent,
-        &c,
-        "LSTM",
-        "",
-        &[1, 2],
-    );
-    for threads in [1, 2] {
-        let got = run(k.as_ref(), &c.inputs, threads).unwrap();
-        close(&got, &want).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+    for constants in [&[1, 2][..], &[1][..]] {
+        let k = build(
+            rge_dense::recurrent::create_recurrent,
+            &c,
+            "LSTM",
+            "",
+            constants,
+        );
+        for threads in [1, 2, 3] {
+            let got = run(k.as_ref(), &c.inputs, threads).unwrap();
+            close(&got, &want)
+                .unwrap_or_else(|e| panic!("{threads} threads, constants {constants:?}: {e}"));
+        }
     }
 }
 

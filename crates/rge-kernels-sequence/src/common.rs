@@ -66,6 +66,18 @@ pub trait Acc:
         Ok(false)
     }
 
+    /// Columns `cols` of `a·bᵀ` with a prepared `b` ([`PreparedBt::a_bt_columns`]); false
+    /// when this is not f32 or the operand does not compute column ranges.
+    fn fast_prepared_columns(
+        _prep: &dyn PreparedBt,
+        _m: usize,
+        _a: (&[Self], usize),
+        _cols: std::ops::Range<usize>,
+        _c: (&mut [Self], usize),
+    ) -> KernelResult<bool> {
+        Ok(false)
+    }
+
     /// Converts from f64 (rounding to the compute type).
     fn of(v: f64) -> Self {
         Self::from_f64(v).unwrap_or_else(Self::nan)
@@ -146,6 +158,12 @@ pub trait FastGemm: Send + Sync {
     ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
         Ok(None)
     }
+
+    /// The column alignment [`PreparedBt::a_bt_columns`] needs of a range's start, when the
+    /// operands this engine prepares compute column ranges; `None` when they do not.
+    fn column_align(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A right operand an engine prepared ([`FastGemm::prepare_bt`]).
@@ -158,6 +176,19 @@ pub trait PreparedBt: Send + Sync {
         c: (&mut [f32], usize),
         threads: usize,
     ) -> KernelResult<()>;
+
+    /// Columns `cols` of `a·bᵀ` into the `m × cols.len()` matrix `c`, on the calling thread
+    /// (`cols.start` a multiple of [`FastGemm::column_align`]); false when this operand does
+    /// not compute column ranges.
+    fn a_bt_columns(
+        &self,
+        _m: usize,
+        _a: (&[f32], usize),
+        _cols: std::ops::Range<usize>,
+        _c: (&mut [f32], usize),
+    ) -> KernelResult<bool> {
+        Ok(false)
+    }
 }
 
 /// The `A·Bᵀ` row strides (A, B, C) of `g`, when it has that form.
@@ -255,6 +286,15 @@ acc_impl!(
     ) -> KernelResult<bool> {
         prep.a_bt(m, a, c, threads)?;
         Ok(true)
+    },
+    fn fast_prepared_columns(
+        prep: &dyn PreparedBt,
+        m: usize,
+        a: (&[f32], usize),
+        cols: std::ops::Range<usize>,
+        c: (&mut [f32], usize),
+    ) -> KernelResult<bool> {
+        prep.a_bt_columns(m, a, cols, c)
     }
 );
 acc_impl!(f64, matrixmultiply::dgemm);

@@ -202,6 +202,13 @@ pub(crate) fn run(isa: Isa, p: &Problem<'_>, threads: usize) {
     rge_kernels::parts::for_each_part(pm * pn, part);
 }
 
+/// Columns `j0..j1` (j0 a multiple of PANEL_B) of a validated problem, every row, on the
+/// calling thread.
+pub(crate) fn run_columns(isa: Isa, p: &Problem<'_>, j0: usize, j1: usize) {
+    let bl = blocking(isa);
+    with_bufs(|bufs| run_part(isa, p, &bl, bufs, 0, p.m, j0, j1.min(p.n)));
+}
+
 /// The loop nest over C[i0..i1, j0..j1] (i0 a multiple of PANEL_A, j0 of PANEL_B).
 #[allow(clippy::too_many_arguments)]
 fn run_part(

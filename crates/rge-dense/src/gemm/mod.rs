@@ -261,6 +261,57 @@ unsafe fn sgemm_into(
     Ok(())
 }
 
+/// `C = A·B[:, cols]` on the calling thread for a prepacked B: columns `cols` of the product
+/// into the `m × cols.len()` matrix `c` (row stride `ldc`). A recurrent kernel's threads each
+/// take a fixed column range of the same packed weights step after step (and use the values
+/// while they are in cache) instead of splitting every step's GEMM anew. `cols` starts on a
+/// packed panel (a multiple of [`PANEL_B`]).
+pub fn sgemm_packed_columns(
+    m: usize,
+    a: (&[f32], usize),
+    b: &PackedB,
+    cols: std::ops::Range<usize>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<(), GemmError> {
+    let isa = Isa::best();
+    let (k, n) = (b.k(), b.n());
+    if cols.start > cols.end || cols.end > n || !cols.start.is_multiple_of(PANEL_B) {
+        return Err(GemmError::Window(format!(
+            "columns {}..{} of a packed B of {n} columns (the range must start on a \
+             {PANEL_B}-column panel)",
+            cols.start, cols.end
+        )));
+    }
+    let width = cols.end - cols.start;
+    pack::check_raw("A", a.0, m, k, a.1)?;
+    pack::check_raw("C", c, m, width, ldc)?;
+    if m == 0 || width == 0 {
+        return Ok(());
+    }
+    let prob = driver::Problem {
+        m,
+        n,
+        k,
+        alpha: 1.0,
+        beta: 0.0,
+        a: driver::Src::Raw(pack::Raw {
+            data: a.0,
+            ld: a.1,
+            trans: false,
+        }),
+        b: driver::Src::Packed(b.data()),
+        // The driver addresses column j at `c + j`: the base sits `cols.start` before `c`, so
+        // columns cols.start.. land at c[0..] (wrapping arithmetic: only in-bounds addresses
+        // are formed from it).
+        c: crate::shared_out::SharedOut(c.as_mut_ptr().wrapping_sub(cols.start)),
+        ldc,
+        epi: None,
+    };
+    driver::run_columns(isa, &prob, cols.start, cols.end);
+    Ok(())
+}
+
 fn packed_shape(
     operand: &'static str,
     rows: usize,

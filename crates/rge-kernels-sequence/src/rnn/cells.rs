@@ -31,7 +31,7 @@ impl<F: Acc> DirCfg<'_, F> {
 
     /// The time index batch entry of length `len` processes at step `s`, if any.
     #[inline]
-    fn time(&self, s: usize, len: usize) -> Option<usize> {
+    pub(super) fn time(&self, s: usize, len: usize) -> Option<usize> {
         (s < len).then(|| if self.reverse { len - 1 - s } else { s })
     }
 }
@@ -116,7 +116,7 @@ fn h_times_r<F: Acc>(
     )
 }
 
-fn state<F: Copy>(v: &[F], d: usize, batch: usize, hid: usize) -> Vec<F> {
+pub(super) fn state<F: Copy>(v: &[F], d: usize, batch: usize, hid: usize) -> Vec<F> {
     v[d * batch * hid..(d + 1) * batch * hid].to_vec()
 }
 
@@ -256,7 +256,8 @@ pub fn lstm_dir<F: Acc>(
         let row = |scratch: &mut LstmScratch<F>, (b, (hb, cb)): (usize, (&mut [F], &mut [F]))| {
             if let Some(t) = cfg.time(s, p.lens[b]) {
                 let x = &xw[(t * batch + b) * gh..(t * batch + b + 1) * gh];
-                cell.update(x, &hr[b * gh..(b + 1) * gh], hb, cb, scratch);
+                let g = GateBlocks::natural(&hr[b * gh..(b + 1) * gh], hid);
+                cell.update(0..hid, x, g, hb, cb, scratch);
             }
         };
         if parallel {
@@ -286,17 +287,17 @@ pub fn lstm_dir<F: Acc>(
 const CELL_PAR_WORK: usize = 2048;
 
 /// One LSTM direction's cell: the recurrence bias and peepholes, and how gates activate.
-struct LstmCell<'a, F> {
-    p: &'a Prepared<F>,
-    cfg: &'a DirCfg<'a, F>,
+pub(super) struct LstmCell<'a, F> {
+    pub(super) p: &'a Prepared<F>,
+    pub(super) cfg: &'a DirCfg<'a, F>,
     /// R's bias, `[4·hidden]` (gates i, o, f, c).
-    rb: &'a [F],
+    pub(super) rb: &'a [F],
     /// Peepholes `[3·hidden]` (i, o, f).
-    peep: &'a [F],
+    pub(super) peep: &'a [F],
 }
 
 /// A thread's gate buffers (i, f, o, c̃ and the new cell state), `hidden` each.
-struct LstmScratch<F> {
+pub(super) struct LstmScratch<F> {
     ig: Vec<F>,
     fg: Vec<F>,
     og: Vec<F>,
@@ -305,7 +306,7 @@ struct LstmScratch<F> {
 }
 
 impl<F: Acc> LstmScratch<F> {
-    fn new(hid: usize) -> Self {
+    pub(super) fn new(hid: usize) -> Self {
         LstmScratch {
             ig: vec![F::zero(); hid],
             fg: vec![F::zero(); hid],
@@ -330,38 +331,29 @@ impl<F: Acc> LstmCell<'_, F> {
         }
     }
 
-    /// One batch row's step: from its `x·Wᵀ + Wb` row `x` and `h·Rᵀ` row `g`, the new hidden
-    /// state into `h` and cell state into `c` (which holds the previous one).
-    fn update(&self, x: &[F], g: &[F], h: &mut [F], c: &mut [F], sc: &mut LstmScratch<F>) {
-        let hid = h.len();
-        fn part<F>(v: &[F], q: usize, hid: usize) -> &[F] {
-            &v[q * hid..(q + 1) * hid]
+    /// One batch row's step over hidden units `units`: from its `x·Wᵀ + Wb` row `x` (all
+    /// `4·hidden` values) and the units' `h·Rᵀ` values `g`, the new hidden state into `h` and
+    /// cell state into `c` (which holds the previous one), `units.len()` values each.
+    pub(super) fn update(
+        &self,
+        units: std::ops::Range<usize>,
+        x: &[F],
+        g: GateBlocks<'_, F>,
+        h: &mut [F],
+        c: &mut [F],
+        sc: &mut LstmScratch<F>,
+    ) {
+        let hid = self.cfg_hidden();
+        let w = units.len();
+        fn gate<'v, F>(v: &'v [F], q: usize, hid: usize, u: &std::ops::Range<usize>) -> &'v [F] {
+            &v[q * hid + u.start..q * hid + u.end]
         }
-        // Every operand cut to `hid` values, so the loops below index without bounds checks.
-        let (xi, xo, xf, xc) = (
-            part(x, 0, hid),
-            part(x, 1, hid),
-            part(x, 2, hid),
-            part(x, 3, hid),
-        );
-        let (gi, go, gf, gc) = (
-            part(g, 0, hid),
-            part(g, 1, hid),
-            part(g, 2, hid),
-            part(g, 3, hid),
-        );
+        let part = |v, q| gate(v, q, hid, &units);
+        // Every operand cut to `w` values, so the loops below index without bounds checks.
+        let (xi, xo, xf, xc) = (part(x, 0), part(x, 1), part(x, 2), part(x, 3));
         let rb = self.rb;
-        let (bi, bo, bf, bc) = (
-            part(rb, 0, hid),
-            part(rb, 1, hid),
-            part(rb, 2, hid),
-            part(rb, 3, hid),
-        );
-        let (pi, po, pf) = (
-            part(self.peep, 0, hid),
-            part(self.peep, 1, hid),
-            part(self.peep, 2, hid),
-        );
+        let (bi, bo, bf, bc) = (part(rb, 0), part(rb, 1), part(rb, 2), part(rb, 3));
+        let (pi, po, pf) = (part(self.peep, 0), part(self.peep, 1), part(self.peep, 2));
         // Clipping is a pass of its own over each gate, so the sums' loops vectorize (with the
         // check inside, they ran scalar).
         let clip = |v: &mut [F]| {
@@ -369,18 +361,36 @@ impl<F: Acc> LstmCell<'_, F> {
                 v.iter_mut().for_each(|x| *x = x.max(-c).min(c));
             }
         };
-        let c = &mut c[..hid];
+        let c = &mut c[..w];
         let (ig, fg, og, cg, ct) = (
-            &mut sc.ig[..hid],
-            &mut sc.fg[..hid],
-            &mut sc.og[..hid],
-            &mut sc.cg[..hid],
-            &mut sc.ct[..hid],
+            &mut sc.ig[..w],
+            &mut sc.fg[..w],
+            &mut sc.og[..w],
+            &mut sc.cg[..w],
+            &mut sc.ct[..w],
         );
-        for j in 0..hid {
-            ig[j] = xi[j] + gi[j] + bi[j] + pi[j] * c[j];
-            fg[j] = xf[j] + gf[j] + bf[j] + pf[j] * c[j];
-            cg[j] = xc[j] + gc[j] + bc[j];
+        for (o, [gi, _, gf, gc]) in g.iter() {
+            let n = gi.len();
+            let (c, ig, fg, cg) = (
+                &c[o..o + n],
+                &mut ig[o..o + n],
+                &mut fg[o..o + n],
+                &mut cg[o..o + n],
+            );
+            let (xi, xf, xc) = (&xi[o..o + n], &xf[o..o + n], &xc[o..o + n]);
+            let (bi, bf, bc, pi, pf) = (
+                &bi[o..o + n],
+                &bf[o..o + n],
+                &bc[o..o + n],
+                &pi[o..o + n],
+                &pf[o..o + n],
+            );
+            let (gf, gc) = (&gf[..n], &gc[..n]);
+            for j in 0..n {
+                ig[j] = xi[j] + gi[j] + bi[j] + pi[j] * c[j];
+                fg[j] = xf[j] + gf[j] + bf[j] + pf[j] * c[j];
+                cg[j] = xc[j] + gc[j] + bc[j];
+            }
         }
         clip(ig);
         clip(fg);
@@ -394,18 +404,71 @@ impl<F: Acc> LstmCell<'_, F> {
             self.act(0, fg);
         }
         self.act(1, cg);
-        for j in 0..hid {
-            let cn = fg[j] * c[j] + ig[j] * cg[j];
-            ct[j] = cn;
-            og[j] = xo[j] + go[j] + bo[j] + po[j] * cn;
+        for (o, [_, go, _, _]) in g.iter() {
+            let n = go.len();
+            let (c, ig, fg, cg) = (&c[o..o + n], &ig[o..o + n], &fg[o..o + n], &cg[o..o + n]);
+            let (ct, og) = (&mut ct[o..o + n], &mut og[o..o + n]);
+            let (xo, bo, po) = (&xo[o..o + n], &bo[o..o + n], &po[o..o + n]);
+            for j in 0..n {
+                let cn = fg[j] * c[j] + ig[j] * cg[j];
+                ct[j] = cn;
+                og[j] = xo[j] + go[j] + bo[j] + po[j] * cn;
+            }
         }
         clip(og);
         self.act(0, og);
         c.copy_from_slice(ct);
         // The cell output's activation is not clipped.
         self.act(2, ct);
-        for ((h, &o), &t) in h.iter_mut().zip(og.iter()).zip(ct.iter()) {
+        for ((h, &o), &t) in h[..w].iter_mut().zip(og.iter()).zip(ct.iter()) {
             *h = o * t;
         }
+    }
+
+    fn cfg_hidden(&self) -> usize {
+        self.p.hidden
+    }
+}
+
+/// One batch row's `h·Rᵀ` values for a range of hidden units, as blocks of units: each block
+/// its offset in the range and its four gates' values (i, o, f, c), one per unit.
+#[derive(Clone, Copy)]
+pub(super) enum GateBlocks<'a, F> {
+    /// The gates one after the other, `hidden` values apart (R's own row order).
+    Natural { g: &'a [F], hid: usize },
+    /// Blocks of `unit_block` units, the last possibly shorter, each holding its gates one
+    /// after the other (`lstm_blocked`'s order of R's rows).
+    Blocked {
+        g: &'a [F],
+        units: usize,
+        unit_block: usize,
+    },
+}
+
+impl<'a, F> GateBlocks<'a, F> {
+    pub(super) fn natural(g: &'a [F], hid: usize) -> Self {
+        GateBlocks::Natural { g, hid }
+    }
+
+    /// (offset, [i, o, f, c]) of each block.
+    fn iter(self) -> impl Iterator<Item = (usize, [&'a [F]; 4])> {
+        let (g, units, block, stride) = match self {
+            GateBlocks::Natural { g, hid } => (g, hid, hid.max(1), Some(hid)),
+            GateBlocks::Blocked {
+                g,
+                units,
+                unit_block,
+            } => (g, units, unit_block.max(1), None),
+        };
+        (0..units).step_by(block).map(move |o| {
+            let n = block.min(units - o);
+            // Natural: gate q of unit o at q·hid + o. Blocked: the block at 4·o, gate q at
+            // 4·o + q·n.
+            let at = |q: usize| match stride {
+                Some(hid) => q * hid + o,
+                None => 4 * o + q * n,
+            };
+            (o, [0, 1, 2, 3].map(|q| &g[at(q)..at(q) + n]))
+        })
     }
 }

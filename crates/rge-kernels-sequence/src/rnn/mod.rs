@@ -6,6 +6,7 @@
 
 mod activation;
 mod cells;
+mod lstm_blocked;
 
 use rge_kernels::{DType, Kernel, KernelCtx, KernelError, KernelInit, KernelResult, TensorRef};
 
@@ -61,6 +62,9 @@ pub struct Recurrent {
     /// Each direction's W prepared the same way for the input projection, when W is a
     /// constant f32 tensor: otherwise every run copied and packed it.
     w_prepared: Option<PreparedDirs>,
+    /// An LSTM's constant R in `lstm_blocked`'s block order, prepared by `fast` when it
+    /// computes column ranges (then `r_prepared` is `None`).
+    r_blocked: Option<PreparedDirs>,
 }
 
 /// One prepared operand per direction.
@@ -139,6 +143,10 @@ fn build(
         kind.default_acts(),
         dirs,
     )?;
+    let r_blocked = match kind {
+        Kind::Lstm => lstm_blocked::prepare(init, dirs, fast.as_ref())?,
+        _ => None,
+    };
     Ok(Box::new(Recurrent {
         kind,
         dirs,
@@ -152,8 +160,10 @@ fn build(
         // GRU's reset gate splits R: its cells multiply by parts of it, packed per run.
         r_prepared: match kind {
             Kind::Gru => None,
+            Kind::Lstm if r_blocked.is_some() => None,
             _ => prepare_constant(init, 2, kind, dirs, fast.as_ref())?,
         },
+        r_blocked,
         // The input projection takes whole directions of W, for every kind.
         w_prepared: prepare_constant(init, 1, kind, dirs, fast.as_ref())?,
         fast,
@@ -217,6 +227,8 @@ pub struct Prepared<F> {
     pub r_prepared: Option<PreparedDirs>,
     /// Each direction's W, the same (`w` is then empty).
     pub w_prepared: Option<PreparedDirs>,
+    /// An LSTM's R in block order (`lstm_blocked`; `r` is then empty).
+    pub r_blocked: Option<PreparedDirs>,
     pub threads: usize,
 }
 
@@ -362,7 +374,7 @@ impl Recurrent {
             } else {
                 read::<F>(&w)?
             },
-            r: if self.r_prepared.is_some() {
+            r: if self.r_prepared.is_some() || self.r_blocked.is_some() {
                 Vec::new()
             } else {
                 read::<F>(&r)?
@@ -375,6 +387,7 @@ impl Recurrent {
             fast: self.fast.clone(),
             r_prepared: self.r_prepared.clone(),
             w_prepared: self.w_prepared.clone(),
+            r_blocked: self.r_blocked.clone(),
             threads: ctx.threads(),
         })
     }
@@ -408,7 +421,12 @@ impl Recurrent {
             match self.kind {
                 Kind::Rnn => cells::rnn_dir(&p, &cfg, &xw, &mut y, &mut yh)?,
                 Kind::Gru => cells::gru_dir(&p, &cfg, &xw, &mut y, &mut yh)?,
-                Kind::Lstm => cells::lstm_dir(&p, &cfg, &xw, &mut y, &mut yh, &mut yc)?,
+                Kind::Lstm => match p.r_blocked.as_deref().and_then(|r| r.get(d)) {
+                    Some(r) => {
+                        lstm_blocked::lstm_dir(&p, &cfg, &xw, (&mut y, &mut yh, &mut yc), &**r)?
+                    }
+                    None => cells::lstm_dir(&p, &cfg, &xw, &mut y, &mut yh, &mut yc)?,
+                },
             }
         }
         let dt = ctx.input(0)?.dtype();

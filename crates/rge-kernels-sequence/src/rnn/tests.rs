@@ -19,6 +19,7 @@ fn kernel(kind: Kind, dirs: usize, reverse: bool, acts: Vec<Act>) -> Recurrent {
         fast: None,
         r_prepared: None,
         w_prepared: None,
+        r_blocked: None,
     }
 }
 
@@ -197,6 +198,53 @@ impl PreparedBt for NaivePrepared {
         naive_a_bt(m, self.n, self.k, a, (&self.b, self.k), c);
         Ok(())
     }
+
+    fn a_bt_columns(
+        &self,
+        m: usize,
+        a: (&[f32], usize),
+        cols: std::ops::Range<usize>,
+        c: (&mut [f32], usize),
+    ) -> KernelResult<bool> {
+        assert!(cols.start % 32 == 0 && cols.end <= self.n, "{cols:?}");
+        let b = &self.b[cols.start * self.k..cols.end * self.k];
+        naive_a_bt(m, cols.len(), self.k, a, (b, self.k), c);
+        Ok(true)
+    }
+}
+
+/// [`CountingGemm`] whose prepared operands compute column ranges (32-column aligned), so an
+/// LSTM with a constant R takes the blocked path.
+#[derive(Default)]
+struct ColumnGemm(CountingGemm);
+
+impl FastGemm for ColumnGemm {
+    fn a_bt(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: (&[f32], usize),
+        b: (&[f32], usize),
+        c: (&mut [f32], usize),
+        threads: usize,
+    ) -> KernelResult<()> {
+        self.0.a_bt(m, n, k, a, b, c, threads)
+    }
+
+    fn prepare_bt(
+        &self,
+        b: &[f32],
+        n: usize,
+        k: usize,
+        ldb: usize,
+    ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
+        self.0.prepare_bt(b, n, k, ldb)
+    }
+
+    fn column_align(&self) -> Option<usize> {
+        Some(32)
+    }
 }
 
 impl FastGemm for CountingGemm {
@@ -319,5 +367,82 @@ fn constant_weights_are_prepared_once_when_the_kernel_is_built() {
             after,
             "W {w_const}, R {r_const}: after two runs"
         );
+    }
+}
+
+/// The blocked LSTM (each thread a fixed range of hidden units, R in block order) gives the
+/// reference kernel's outputs: hidden sizes with a short last block and several blocks,
+/// rows of different lengths, peepholes, clip, both directions, 1 to 4 threads.
+#[test]
+fn blocked_lstm_matches_the_reference() {
+    use rge_ir::{AttrMap, AttrValue};
+    let val = |n: usize, s: f32| {
+        (0..n)
+            .map(|i| ((i as f32 * 0.37 + s).sin()) * 0.4)
+            .collect::<Vec<f32>>()
+    };
+    for (hidden, direction, dirs) in [
+        (70, "bidirectional", 2),
+        (130, "forward", 1),
+        (8, "reverse", 1),
+    ] {
+        let (seq, batch, input) = (5, 3, 4);
+        let tensor = |shape: &[usize], s: f32| {
+            Tensor::from_vec(shape, val(shape.iter().product(), s)).unwrap()
+        };
+        let x = tensor(&[seq, batch, input], 0.1);
+        let w = tensor(&[dirs, 4 * hidden, input], 0.2);
+        let r = tensor(&[dirs, 4 * hidden, hidden], 0.3);
+        let b = tensor(&[dirs, 8 * hidden], 0.4);
+        let lens = Tensor::from_vec(&[batch], vec![5i32, 3, 1]).unwrap();
+        let h0 = tensor(&[dirs, batch, hidden], 0.5);
+        let c0 = tensor(&[dirs, batch, hidden], 0.6);
+        let p = tensor(&[dirs, 3 * hidden], 0.7);
+        let mut attrs = AttrMap::new();
+        attrs.set("hidden_size", AttrValue::Int(hidden as i64));
+        attrs.set("direction", direction);
+        attrs.set("clip", AttrValue::Float(0.9));
+        let types = [Some(DType::Float); 8];
+        let ins: Vec<Option<Value>> = [x, w, r.clone(), b, lens, h0, c0, p]
+            .into_iter()
+            .map(|t| Some(Value::Tensor(t)))
+            .collect();
+        let refs: Vec<Option<&Value>> = ins.iter().map(Option::as_ref).collect();
+        let consts = [None, None, Some(&r)];
+        let init = KernelInit {
+            node_name: "lstm",
+            op_type: "LSTM",
+            domain: "",
+            opset: 22,
+            attrs: &attrs,
+            input_types: &types,
+            output_types: &[Some(DType::Float); 3],
+            subgraph_attrs: &[],
+            constants: &consts,
+        };
+        let outputs = |k: &dyn Kernel, threads: usize| -> Vec<Vec<f32>> {
+            run_owned(k, &refs, 3, threads, None)
+                .unwrap()
+                .into_iter()
+                .map(|o| match o {
+                    Some(Value::Tensor(t)) => t.as_slice::<f32>().unwrap().to_vec(),
+                    _ => Vec::new(),
+                })
+                .collect()
+        };
+        let want = outputs(lstm(&init).unwrap().as_ref(), 1);
+        let fast = Arc::new(ColumnGemm::default());
+        let k = recurrent_with(&init, fast.clone()).unwrap();
+        assert_eq!(
+            fast.0.prepared.load(std::sync::atomic::Ordering::Relaxed),
+            dirs,
+            "R prepared once per direction, in block order"
+        );
+        for threads in 1..=4 {
+            let got = outputs(k.as_ref(), threads);
+            for (g, w) in got.iter().zip(&want) {
+                close(g, w);
+            }
+        }
     }
 }
