@@ -275,13 +275,23 @@ pub fn swish<S: Simd>(s: S, x: S::V, alpha: f32) -> S::V {
     let (h, l) = two_prod(s, s.splat(alpha), x);
     let inf = s.splat(f32::INFINITY);
     let finite = s.lt(s.abs(h), inf);
-    let r = mul_sigmoid(s, x, h, s.select(finite, l, s.splat(0.0)));
-    // SiLU below -110: |x·e^x| < 2e-46 rounds to -0, where the exponential's clamp at -110
-    // would scale a huge x by e^-110 instead.
-    let r = if alpha == 1.0 {
-        s.select(s.lt(x, s.splat(-110.0)), s.mul(x, s.splat(0.0)), r)
-    } else {
+    let l = s.select(finite, l, s.splat(0.0));
+    let r = mul_sigmoid(s, x, h, l);
+    // Below αx = -110 the sigmoid is e^{αx} (1 + e^{αx} rounds to 1), and the exponential's
+    // clamp there would scale x by e^-110: with a small alpha, a huge x still gives a normal
+    // x·e^{αx} (x = -3e38, α = 4e-37: αx = -120, x·e^{αx} = -2.3e-14). Two half exponentials
+    // carry it down to αx = -220, past which |x|·e^{αx} < 3.4e38·e^-220 rounds to 0.
+    let deep = s.lt(h, s.splat(-110.0));
+    let r = if s.all(s.le(s.splat(-110.0), h)) {
         r
+    } else {
+        let half = s.mul(h, s.splat(0.5));
+        // x/4 first (exact): e^{r}·x near f32::MAX would overflow inside the first product.
+        let xl = s.mul(s.mul(x, s.splat(0.25)), s.add(s.splat(1.0), l));
+        let first = s.mul(exp_mul(s, half, xl), s.splat(4.0));
+        let tail = exp_mul(s, half, first);
+        let tail = s.select(s.lt(h, s.splat(-220.0)), s.mul(x, s.splat(0.0)), tail);
+        s.select(deep, tail, r)
     };
     // At ±inf the formula's own value: x·sigmoid(h) with h = ±inf (inf·1, or -inf·0 = NaN) or
     // NaN (alpha = 0: x·NaN): sigmoid(±inf) is the step 1 or 0, and a NaN h compares false,

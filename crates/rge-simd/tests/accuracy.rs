@@ -128,3 +128,61 @@ fn exp_normal_is_exp_without_denormals() {
         }
     }
 }
+
+/// Swish `x·sigmoid(αx)` where αx is far below -110 but x·e^{αx} is still a normal float (a
+/// tiny alpha and a huge x), and SiLU's own deep tail (-0), on every token.
+fn check_swish_deep_tail<S: Simd>(s: S, name: &str) {
+    let want = |x: f32, alpha: f32| {
+        let h = alpha as f64 * x as f64;
+        x as f64 * sigmoid(h)
+    };
+    for (x, alpha) in [
+        (-3.0e38f32, 4.0e-37f32),
+        (-3.0e38, 6.0e-37),
+        (-1.0e30, 1.5e-28),
+        (-2.0e20, 1.0e-18),
+        (3.0e38, -4.0e-37),
+        (-3.0e38, 1.0e-36),
+        (-200.0, 1.0),
+        (-1.0e30, 1.0),
+    ] {
+        let xs = vec![x; S::LANES.max(1)];
+        let mut out = vec![0.0f32; xs.len()];
+        // SAFETY: both hold LANES floats.
+        unsafe {
+            s.store_n(
+                out.as_mut_ptr(),
+                math::swish(s, s.load_n(xs.as_ptr(), xs.len(), 0.0), alpha),
+                xs.len(),
+            )
+        };
+        let (got, want) = (out[0] as f64, want(x, alpha));
+        if want.abs() < f32::MIN_POSITIVE as f64 {
+            assert!(
+                got.abs() < f32::MIN_POSITIVE as f64,
+                "{name} swish({x}, {alpha}) = {got}, want {want}"
+            );
+            continue;
+        }
+        let rel = (got - want).abs() / want.abs();
+        assert!(
+            rel <= 1e-6,
+            "{name} swish({x}, {alpha}) = {got}, want {want} (rel {rel:e})"
+        );
+    }
+}
+
+#[test]
+fn swish_keeps_its_deep_tail() {
+    check_swish_deep_tail(Scalar, "scalar");
+    check_swish_deep_tail(Lanes::<8>, "lanes8");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(s) = rge_simd::Avx2::new() {
+            check_swish_deep_tail(s, "avx2");
+        }
+        if let Some(s) = rge_simd::Avx512::new() {
+            check_swish_deep_tail(s, "avx512");
+        }
+    }
+}
