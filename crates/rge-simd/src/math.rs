@@ -59,6 +59,15 @@ fn exp_short<S: Simd>(s: S, x: S::V) -> S::V {
     s.mul(e, s.pow2i(n))
 }
 
+/// [`exp_mul`] for `|x| <= SHORT_ABS_MAX` (every lane) and `m` such that `m·e^x` is a normal
+/// float: `2^n` in one factor, no clamps, bit for bit `exp_mul` there (both scale the same
+/// rounded `e·m` by powers of two, exactly while it stays normal).
+#[inline(always)]
+fn exp_mul_short<S: Simd>(s: S, x: S::V, m: S::V) -> S::V {
+    let (n, e) = exp_reduce(s, x);
+    s.mul(s.mul(e, m), s.pow2i(n))
+}
+
 /// `(n, e)` with `e^x = e·2^n`: `n = round(x·log2 e)`, `e = 1 + r + r²·P(r)` of the remainder
 /// `r = x - n·ln 2` (Cody–Waite). `x` within the range its caller clamps or checks.
 #[inline(always)]
@@ -229,7 +238,12 @@ pub fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
     let ax = s.abs(x);
     let z = s.mul(x, x);
     let small = s.fma(s.mul(x, z), poly(s, z, &P), x);
-    let e = exp_mul(s, s.add(ax, ax), s.splat(1.0));
+    // e^{2|x|}: the short form when every lane's 2|x| is within its range.
+    let e = if s.all(s.le(ax, s.splat(SHORT_ABS_MAX * 0.5))) {
+        exp_short(s, s.add(ax, ax))
+    } else {
+        exp_mul(s, s.add(ax, ax), s.splat(1.0))
+    };
     let big = s.sub(s.splat(1.0), s.div(s.splat(2.0), s.add(e, s.splat(1.0))));
     let big = s.copysign(big, x);
     keep_nan(s, x, s.select(s.lt(ax, s.splat(0.625)), small, big))
@@ -347,7 +361,9 @@ pub fn erf<S: Simd>(s: S, x: S::V) -> S::V {
     // e^{-(h + l)} = e^{-h}·(1 - l). Past h = 80 (|x| > 8.9) erfc is far below an ulp of 1;
     // clamping there keeps e normal (a denormal costs a microcode assist per vector) and
     // changes no result.
-    let e = exp_mul(s, s.max(s.splat(-TAIL), s.neg(h)), s.sub(one, l));
+    // The argument is within [-80, 0] and e^-80·(1 - l) normal: always the short form (a NaN
+    // lane's garbage is replaced by `keep_nan`).
+    let e = exp_mul_short(s, s.max(s.splat(-TAIL), s.neg(h)), s.sub(one, l));
     let erfc = s.mul(s.mul(t, poly(s, t, &ERFC_Q)), e);
     let big = s.copysign(s.sub(one, erfc), x);
     keep_nan(s, x, s.select(s.lt(s.abs(x), s.splat(0.75)), small, big))
@@ -374,10 +390,16 @@ pub fn gelu<S: Simd>(s: S, x: S::V) -> S::V {
     // (past it, 1 - erfc/2 is 1 either way), so neither branch makes one there. Both branches
     // take the same argument, so the compiler shares the reduction of their two exponentials.
     let z2 = s.select(negative, z2, s.max(s.splat(-TAIL), z2));
-    let e = exp_mul(s, z2, corr);
+    let neg_m = s.mul(s.mul(ax, s.splat(-0.5)), s.mul(tq, corr));
+    // Every lane's z² within e^-80 (|x| < 12.6, nearly always): the short exponentials, whose
+    // results are normal there.
+    let (e, neg) = if s.all(s.le(s.splat(-TAIL), z2)) {
+        (exp_mul_short(s, z2, corr), exp_mul_short(s, z2, neg_m))
+    } else {
+        (exp_mul(s, z2, corr), exp_mul(s, z2, neg_m))
+    };
     // x >= 0: x·(1 - erfc/2). x < 0: x·erfc/2 = -|x|·t·Q·e^{-z²}/2, scale applied last.
     let pos = s.mul(x, s.fma(s.mul(tq, e), s.splat(-0.5), one));
-    let neg = exp_mul(s, z2, s.mul(s.mul(ax, s.splat(-0.5)), s.mul(tq, corr)));
     let r = s.select(negative, neg, pos);
     // Below -20 the result is -0; at -inf the ONNX formula's `-inf·0` is NaN.
     let r = s.select(s.lt(x, s.splat(-20.0)), s.mul(x, s.splat(0.0)), r);
@@ -472,4 +494,71 @@ pub fn sin_cos<S: Simd>(s: S, x: S::V) -> (S::V, S::V) {
     let sin = s.select(sin_neg, s.neg(sin), sin);
     let cos = s.select(cos_neg, s.neg(cos), cos);
     (sin, cos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Scalar;
+
+    /// The short exponential forms give the general ones' bits wherever their callers take
+    /// them: `exp_short` on [-80, 80], `exp_mul_short` with the multipliers tanh, erf and GELU
+    /// pass (near 1, and GELU's `-|x|·t·Q/2` up to about 6 in magnitude).
+    fn short_forms_match<S: Simd>(s: S) {
+        let lanes = S::LANES;
+        let mut x = -80.0f32;
+        let mut xs = Vec::new();
+        while x <= 80.0 {
+            xs.push(x);
+            x += 0.000_731;
+        }
+        xs.extend([-80.0, 80.0, 0.0, -0.0, 40.0, -40.0]);
+        for m in [1.0f32, 1.0 - 3e-8, 1.0 + 5e-8, -0.5, -3.7, 6.1, 1e-3] {
+            for chunk in xs.chunks(lanes) {
+                let mut buf = vec![0.0f32; lanes];
+                buf[..chunk.len()].copy_from_slice(chunk);
+                let mut got = vec![0.0f32; lanes];
+                let mut want = vec![0.0f32; lanes];
+                let mut short = vec![0.0f32; lanes];
+                let mut general = vec![0.0f32; lanes];
+                // SAFETY: every buffer holds LANES floats.
+                unsafe {
+                    let v = s.load_n(buf.as_ptr(), lanes, 0.0);
+                    let mv = s.splat(m);
+                    s.store_n(got.as_mut_ptr(), exp_mul_short(s, v, mv), lanes);
+                    s.store_n(want.as_mut_ptr(), exp_mul(s, v, mv), lanes);
+                    s.store_n(short.as_mut_ptr(), exp_short(s, v), lanes);
+                    s.store_n(general.as_mut_ptr(), exp_mul(s, v, s.splat(1.0)), lanes);
+                }
+                for i in 0..chunk.len() {
+                    assert_eq!(
+                        got[i].to_bits(),
+                        want[i].to_bits(),
+                        "m·e^x, m {m}, x {}",
+                        chunk[i]
+                    );
+                    assert_eq!(
+                        short[i].to_bits(),
+                        general[i].to_bits(),
+                        "e^x, x {}",
+                        chunk[i]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_exponentials_are_bit_exact() {
+        short_forms_match(Scalar);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(s) = crate::Avx2::new() {
+                short_forms_match(s);
+            }
+            if let Some(s) = crate::Avx512::new() {
+                short_forms_match(s);
+            }
+        }
+    }
 }
