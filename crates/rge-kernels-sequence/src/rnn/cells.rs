@@ -343,7 +343,7 @@ impl<F: Acc> LstmCell<'_, F> {
         c: &mut [F],
         sc: &mut LstmScratch<F>,
     ) {
-        let hid = self.cfg_hidden();
+        let hid = self.p.hidden;
         let w = units.len();
         fn gate<'v, F>(v: &'v [F], q: usize, hid: usize, u: &std::ops::Range<usize>) -> &'v [F] {
             &v[q * hid + u.start..q * hid + u.end]
@@ -424,17 +424,14 @@ impl<F: Acc> LstmCell<'_, F> {
             *h = o * t;
         }
     }
-
-    fn cfg_hidden(&self) -> usize {
-        self.p.hidden
-    }
 }
 
 /// One batch row's `h·Rᵀ` values for a range of hidden units, as blocks of units: each block
 /// its offset in the range and its four gates' values (i, o, f, c), one per unit.
 #[derive(Clone, Copy)]
 pub(super) enum GateBlocks<'a, F> {
-    /// The gates one after the other, `hidden` values apart (R's own row order).
+    /// A whole row (units `0..hid`): the gates one after the other, `hid` values apart (R's
+    /// own row order).
     Natural { g: &'a [F], hid: usize },
     /// Blocks of `unit_block` units, the last possibly shorter, each holding its gates one
     /// after the other (`lstm_blocked`'s order of R's rows).
