@@ -236,10 +236,11 @@ pub fn lstm_dir<F: Acc>(
     let gh = 4 * hid;
     // Empty when R was prepared when the kernel was built (RMat then uses that).
     let r = p.r.get(d * gh * hid..(d + 1) * gh * hid).unwrap_or(&[]);
+    let bias = lstm_bias(p, d);
     let cell = LstmCell {
         p,
         cfg,
-        rb: &p.b[d * 2 * gh + gh..(d + 1) * 2 * gh],
+        bias: &bias,
         peep: &p.p[d * 3 * hid..(d + 1) * 3 * hid],
     };
     let mut h = state(&p.h0, d, batch, hid);
@@ -283,6 +284,13 @@ pub fn lstm_dir<F: Acc>(
     Ok(())
 }
 
+/// Direction `d`'s `Wb + Rb` (`[4·hidden]`), the bias an LSTM cell adds.
+pub(super) fn lstm_bias<F: Acc>(p: &Prepared<F>, d: usize) -> Vec<F> {
+    let gh = 4 * p.hidden;
+    let b = &p.b[d * 2 * gh..(d + 1) * 2 * gh];
+    b[..gh].iter().zip(&b[gh..]).map(|(&w, &r)| w + r).collect()
+}
+
 /// Batch rows times hidden units above which a step's LSTM cell updates split over threads.
 const CELL_PAR_WORK: usize = 2048;
 
@@ -290,8 +298,8 @@ const CELL_PAR_WORK: usize = 2048;
 pub(super) struct LstmCell<'a, F> {
     pub(super) p: &'a Prepared<F>,
     pub(super) cfg: &'a DirCfg<'a, F>,
-    /// R's bias, `[4·hidden]` (gates i, o, f, c).
-    pub(super) rb: &'a [F],
+    /// `Wb + Rb`, `[4·hidden]` (gates i, o, f, c): the input projection leaves Wb out.
+    pub(super) bias: &'a [F],
     /// Peepholes `[3·hidden]` (i, o, f).
     pub(super) peep: &'a [F],
 }
@@ -351,8 +359,8 @@ impl<F: Acc> LstmCell<'_, F> {
         let part = |v, q| gate(v, q, hid, &units);
         // Every operand cut to `w` values, so the loops below index without bounds checks.
         let (xi, xo, xf, xc) = (part(x, 0), part(x, 1), part(x, 2), part(x, 3));
-        let rb = self.rb;
-        let (bi, bo, bf, bc) = (part(rb, 0), part(rb, 1), part(rb, 2), part(rb, 3));
+        let b = self.bias;
+        let (bi, bo, bf, bc) = (part(b, 0), part(b, 1), part(b, 2), part(b, 3));
         let (pi, po, pf) = (part(self.peep, 0), part(self.peep, 1), part(self.peep, 2));
         // Clipping is a pass of its own over each gate, so the sums' loops vectorize (with the
         // check inside, they ran scalar).

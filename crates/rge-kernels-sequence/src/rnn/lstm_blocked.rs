@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use rge_kernels::{DType, KernelError, KernelInit, KernelResult};
 
-use super::cells::{state, DirCfg, GateBlocks, LstmCell, LstmScratch};
+use super::cells::{lstm_bias, state, DirCfg, GateBlocks, LstmCell, LstmScratch};
 use super::{Prepared, PreparedDirs};
 use crate::common::{Acc, FastGemm, PreparedBt};
 
@@ -93,10 +93,11 @@ pub(super) fn lstm_dir<F: Acc>(
 ) -> KernelResult<()> {
     let (seq, batch, hid, d) = (p.seq, p.batch, p.hidden, cfg.d);
     let gh = 4 * hid;
+    let bias = lstm_bias(p, d);
     let cell = LstmCell {
         p,
         cfg,
-        rb: &p.b[d * 2 * gh + gh..(d + 1) * 2 * gh],
+        bias: &bias,
         peep: &p.p[d * 3 * hid..(d + 1) * 3 * hid],
     };
     let blocks = hid.div_ceil(UNIT_BLOCK);

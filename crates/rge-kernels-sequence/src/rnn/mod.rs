@@ -417,7 +417,9 @@ impl Recurrent {
                 input_forget: self.input_forget,
                 linear_before_reset: self.linear_before_reset,
             };
-            let xw = input_projection(&p, d, self.kind.gates())?;
+            // The LSTM cells add Wb with Rb (one sum per unit, not a pass over every step's
+            // row of X·Wᵀ).
+            let xw = input_projection(&p, d, self.kind.gates(), self.kind != Kind::Lstm)?;
             match self.kind {
                 Kind::Rnn => cells::rnn_dir(&p, &cfg, &xw, &mut y, &mut yh)?,
                 Kind::Gru => cells::gru_dir(&p, &cfg, &xw, &mut y, &mut yh)?,
@@ -470,7 +472,13 @@ impl Recurrent {
 }
 
 /// X·W_dᵀ + Wb_d for every step: (seq·batch, gates·hidden).
-fn input_projection<F: Acc>(p: &Prepared<F>, d: usize, gates: usize) -> KernelResult<Vec<F>> {
+/// `X·W_dᵀ` for every (step, batch) row, plus `Wb` when `with_bias`.
+fn input_projection<F: Acc>(
+    p: &Prepared<F>,
+    d: usize,
+    gates: usize,
+    with_bias: bool,
+) -> KernelResult<Vec<F>> {
     let gh = gates * p.hidden;
     let rows = p.seq * p.batch;
     let mut xw = vec![F::zero(); rows * gh];
@@ -481,6 +489,9 @@ fn input_projection<F: Acc>(p: &Prepared<F>, d: usize, gates: usize) -> KernelRe
     };
     if !done {
         input_projection_gemm(p, d, gh, rows, &mut xw)?;
+    }
+    if !with_bias {
+        return Ok(xw);
     }
     let wb = &p.b[d * 2 * gh..d * 2 * gh + gh];
     for row in xw.chunks_exact_mut(gh.max(1)) {
