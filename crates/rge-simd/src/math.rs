@@ -96,6 +96,14 @@ pub fn exp_normal<S: Simd>(s: S, x: S::V) -> S::V {
         return exp_short(s, x);
     }
     let lo = s.splat(EXP_NORMAL_MIN);
+    if s.all(s.le(x, s.splat(-EXP_NORMAL_MIN))) {
+        // Every lane at most 87 (softmax's `x - max` is at most 0), some below -80 (masked
+        // or far-off scores): clamped at -87, the short form is still exact (2^n and the
+        // result stay normal from -87 to 87) and needs no second factor. A softmax row with
+        // such lanes ran at half the speed of one without (PP-OCR's 80 × 6625, wide logits:
+        // 0.52 against 0.33 ms).
+        return s.select(s.lt(x, lo), s.splat(0.0), exp_short(s, s.max(lo, x)));
+    }
     // max(lo, x) is x for a NaN x (x86 semantics), so the NaN reaches `exp` and stays.
     let e = exp(s, s.max(lo, x));
     s.select(s.lt(x, lo), s.splat(0.0), e)
@@ -502,17 +510,18 @@ mod tests {
     use crate::Scalar;
 
     /// The short exponential forms give the general ones' bits wherever their callers take
-    /// them: `exp_short` on [-80, 80], `exp_mul_short` with the multipliers tanh, erf and GELU
-    /// pass (near 1, and GELU's `-|x|·t·Q/2` up to about 6 in magnitude).
+    /// them: `exp_short` on [-87, 87] (`exp_normal` clamps at -87), `exp_mul_short` with the
+    /// multipliers tanh, erf and GELU pass (near 1, and GELU's `-|x|·t·Q/2` up to about 6 in
+    /// magnitude) on [-80, 80].
     fn short_forms_match<S: Simd>(s: S) {
         let lanes = S::LANES;
-        let mut x = -80.0f32;
+        let mut x = -87.0f32;
         let mut xs = Vec::new();
-        while x <= 80.0 {
+        while x <= 87.0 {
             xs.push(x);
             x += 0.000_731;
         }
-        xs.extend([-80.0, 80.0, 0.0, -0.0, 40.0, -40.0]);
+        xs.extend([-87.0, 87.0, -80.0, 80.0, 0.0, -0.0, 40.0, -40.0]);
         for m in [1.0f32, 1.0 - 3e-8, 1.0 + 5e-8, -0.5, -3.7, 6.1, 1e-3] {
             for chunk in xs.chunks(lanes) {
                 let mut buf = vec![0.0f32; lanes];
@@ -531,12 +540,15 @@ mod tests {
                     s.store_n(general.as_mut_ptr(), exp_mul(s, v, s.splat(1.0)), lanes);
                 }
                 for i in 0..chunk.len() {
-                    assert_eq!(
-                        got[i].to_bits(),
-                        want[i].to_bits(),
-                        "m·e^x, m {m}, x {}",
-                        chunk[i]
-                    );
+                    // The multiplied form's callers stay within ±80.
+                    if chunk[i].abs() <= SHORT_ABS_MAX {
+                        assert_eq!(
+                            got[i].to_bits(),
+                            want[i].to_bits(),
+                            "m·e^x, m {m}, x {}",
+                            chunk[i]
+                        );
+                    }
                     assert_eq!(
                         short[i].to_bits(),
                         general[i].to_bits(),
