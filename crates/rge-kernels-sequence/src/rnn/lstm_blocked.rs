@@ -13,10 +13,10 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use rge_kernels::{DType, KernelError, KernelInit, KernelResult};
+use rge_kernels::{KernelError, KernelInit, KernelResult};
 
 use super::cells::{lstm_bias, state, DirCfg, GateBlocks, LstmCell, LstmScratch};
-use super::{Prepared, PreparedDirs};
+use super::{Kind, Prepared, PreparedDirs};
 use crate::common::{Acc, FastGemm, PreparedBt};
 
 /// Hidden units per block: 4 × 64 = 256 columns, a whole number of packed panels on every
@@ -43,30 +43,15 @@ pub(super) fn prepare(
     dirs: usize,
     fast: Option<&Arc<dyn FastGemm>>,
 ) -> KernelResult<Option<PreparedDirs>> {
-    let (Some(fast), Some(t)) = (fast, init.constant(2)) else {
-        return Ok(None);
-    };
     if !fast
-        .column_align()
+        .and_then(|f| f.column_align())
         .is_some_and(|a| a > 0 && (4 * UNIT_BLOCK) % a == 0)
     {
         return Ok(None);
     }
-    let &[d, rows, hid] = t.shape() else {
-        return Ok(None);
-    };
-    let values = match t.as_slice::<f32>() {
-        Ok(v) if d == dirs && hid > 0 && rows == 4 * hid && t.dtype() == DType::Float => v,
-        _ => return Ok(None),
-    };
-    let mut out = Vec::with_capacity(dirs);
-    for r in values.chunks_exact(rows * hid) {
-        match fast.prepare_bt(&blocked_rows(r, hid), rows, hid, hid)? {
-            Some(p) => out.push(p),
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(out.into()))
+    super::prepare_constant_rows(init, 2, Kind::Lstm, dirs, fast, |r, hid| {
+        blocked_rows(r, hid).into()
+    })
 }
 
 /// One thread's share: its units, their gates' columns of `h·Rᵀ` per batch row, and their
@@ -132,23 +117,17 @@ pub(super) fn lstm_dir<F: Acc>(
             let part = &mut *guard;
             let (units, w) = (part.units.clone(), part.units.len());
             let cols = 4 * units.start..4 * units.end;
-            match F::fast_prepared_columns(r, batch, (prev, hid), cols, (&mut part.hr, 4 * w)) {
-                Ok(true) => {}
-                Ok(false) => {
-                    let e = KernelError::invalid("the blocked R needs the engine's f32 GEMM");
-                    failed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(e);
-                    return;
-                }
-                Err(e) => {
-                    failed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(e);
-                    return;
-                }
+            let done = F::fast_prepared_columns(r, batch, (prev, hid), cols, (&mut part.hr, 4 * w));
+            if let Err(e) = done.and_then(|took| {
+                took.then_some(()).ok_or_else(|| {
+                    KernelError::invalid("the blocked R needs the engine's f32 GEMM")
+                })
+            }) {
+                failed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(e);
+                return;
             }
             for b in 0..batch {
                 let hb = &mut part.h[b * w..(b + 1) * w];

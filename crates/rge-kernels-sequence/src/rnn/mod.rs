@@ -80,6 +80,19 @@ fn prepare_constant(
     dirs: usize,
     fast: Option<&Arc<dyn FastGemm>>,
 ) -> KernelResult<Option<PreparedDirs>> {
+    prepare_constant_rows(init, index, kind, dirs, fast, |rows, _| rows.into())
+}
+
+/// [`prepare_constant`] with each direction's `[gates·hidden, k]` rows first put in the order
+/// `order(rows, k)` gives.
+fn prepare_constant_rows(
+    init: &KernelInit<'_>,
+    index: usize,
+    kind: Kind,
+    dirs: usize,
+    fast: Option<&Arc<dyn FastGemm>>,
+    order: impl Fn(&[f32], usize) -> std::borrow::Cow<'_, [f32]>,
+) -> KernelResult<Option<PreparedDirs>> {
     let (Some(fast), Some(t)) = (fast, init.constant(index)) else {
         return Ok(None);
     };
@@ -97,7 +110,7 @@ fn prepare_constant(
     };
     let mut out = Vec::with_capacity(dirs);
     for part in values.chunks_exact(rows * k) {
-        match fast.prepare_bt(part, rows, k, k)? {
+        match fast.prepare_bt(&order(part, k), rows, k, k)? {
             Some(p) => out.push(p),
             None => return Ok(None),
         }

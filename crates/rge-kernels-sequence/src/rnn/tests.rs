@@ -160,10 +160,13 @@ fn bad_inputs_are_errors() {
     assert!(run(&k, &[Some(x2), Some(w), Some(r)], 2).is_err());
 }
 
-/// A naive `A·Bᵀ` that counts how often it prepares a B.
+/// A naive `A·Bᵀ` that counts how often it prepares a B; with `columns`, its prepared
+/// operands compute column ranges (32-column aligned), so an LSTM with a constant R takes the
+/// blocked path.
 #[derive(Default)]
 struct CountingGemm {
     prepared: std::sync::atomic::AtomicUsize,
+    columns: bool,
 }
 
 fn naive_a_bt(
@@ -213,40 +216,6 @@ impl PreparedBt for NaivePrepared {
     }
 }
 
-/// [`CountingGemm`] whose prepared operands compute column ranges (32-column aligned), so an
-/// LSTM with a constant R takes the blocked path.
-#[derive(Default)]
-struct ColumnGemm(CountingGemm);
-
-impl FastGemm for ColumnGemm {
-    fn a_bt(
-        &self,
-        m: usize,
-        n: usize,
-        k: usize,
-        a: (&[f32], usize),
-        b: (&[f32], usize),
-        c: (&mut [f32], usize),
-        threads: usize,
-    ) -> KernelResult<()> {
-        self.0.a_bt(m, n, k, a, b, c, threads)
-    }
-
-    fn prepare_bt(
-        &self,
-        b: &[f32],
-        n: usize,
-        k: usize,
-        ldb: usize,
-    ) -> KernelResult<Option<Box<dyn PreparedBt>>> {
-        self.0.prepare_bt(b, n, k, ldb)
-    }
-
-    fn column_align(&self) -> Option<usize> {
-        Some(32)
-    }
-}
-
 impl FastGemm for CountingGemm {
     fn a_bt(
         &self,
@@ -275,6 +244,10 @@ impl FastGemm for CountingGemm {
             .flat_map(|j| b[j * ldb..j * ldb + k].to_vec())
             .collect();
         Ok(Some(Box::new(NaivePrepared { b, n, k })))
+    }
+
+    fn column_align(&self) -> Option<usize> {
+        self.columns.then_some(32)
     }
 }
 
@@ -431,10 +404,13 @@ fn blocked_lstm_matches_the_reference() {
                 .collect()
         };
         let want = outputs(lstm(&init).unwrap().as_ref(), 1);
-        let fast = Arc::new(ColumnGemm::default());
+        let fast = Arc::new(CountingGemm {
+            columns: true,
+            ..Default::default()
+        });
         let k = recurrent_with(&init, fast.clone()).unwrap();
         assert_eq!(
-            fast.0.prepared.load(std::sync::atomic::Ordering::Relaxed),
+            fast.prepared.load(std::sync::atomic::Ordering::Relaxed),
             dirs,
             "R prepared once per direction, in block order"
         );
