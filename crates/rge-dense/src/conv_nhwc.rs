@@ -11,6 +11,11 @@
 //!   packing of the input; a zero-bordered copy of a padded input);
 //! - depthwise: the direct kernel of `depthwise_nhwc.rs`.
 //!
+//! An input prologue (`conv_prologue.rs`: the input as the parts of a channel concatenation,
+//! inputs 0 and 6…, and `act(X·S + H)` per channel, inputs S and H) is read in L2-sized bands
+//! of pixels, each convolved right after, on a pointwise convolution; on any other the whole
+//! image is read first.
+//!
 //! Constant weights of the GEMM are packed once (CompileOp) and kept in saved models; the direct
 //! kernels repack theirs when the kernel is made.
 
@@ -20,12 +25,15 @@ use rge_kernels::parts::{for_each_chunk_mut, for_each_part};
 use rge_kernels::{Kernel, KernelCtx, KernelError, KernelInit, KernelResult};
 use rge_kernels_nn::WindowAttrs;
 
+use crate::conv_prologue::{
+    band_pixels, Affine, InputRead, FIRST_EXTRA_PART, INPUT_ACTIVATION, INPUT_ACTIVATION_PARAMS,
+};
 use crate::depthwise::DwGeometry;
 use crate::depthwise_nhwc::{DwNhwc, DwNhwcArgs};
 use crate::direct_nhwc::{self, DirectArgs, DirectNhwc};
 use crate::gemm::{self, AOperand, Activation, BOperand, Bias, Epilogue, GemmParams, Isa, PackedB};
 use crate::im2col::with_im2col_buf;
-use crate::kernels::{activation, f32s, gemm_err, PACKED_B_ATTR};
+use crate::kernels::{activation, activation_named, f32s, gemm_err, PACKED_B_ATTR};
 use crate::shared_out::SharedOut;
 use crate::winograd_nhwc::{WinogradArgs, WinogradNhwc, WINOGRAD_ATTR};
 
@@ -79,6 +87,8 @@ pub struct ConvNhwcKernel {
     window: WindowAttrs,
     group: usize,
     activation: Activation,
+    /// The activation of the input prologue (when the node has S and H).
+    input_activation: Activation,
     packed_w: Option<PackedB>,
     /// Constant weights of the direct kernels, repacked (`[kh, kw, Cin, Cout]`, or depthwise
     /// `[kh·kw, C]`).
@@ -241,6 +251,7 @@ pub fn create_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> 
         window,
         group,
         activation: activation(init)?,
+        input_activation: activation_named(init, INPUT_ACTIVATION, INPUT_ACTIVATION_PARAMS)?,
         packed_w,
         direct_w,
         winograd,
@@ -313,7 +324,9 @@ impl Kernel for ConvNhwcKernel {
                 "FusedConvNhwc is 2-D: input {sx:?}, weights {sw:?}"
             )));
         }
-        let (n, h, wd, cin) = (sx[0], sx[1], sx[2], sx[3]);
+        let (n, h, wd) = (sx[0], sx[1], sx[2]);
+        let read = self.input_read(ctx, &sx)?;
+        let cin = read.channels();
         let (cout, cin_g, kh, kw) = (sw[0], sw[1], sw[2], sw[3]);
         let grp = self.group;
         let depthwise = grp > 1 && grp == cin && cout == cin && cin_g == 1;
@@ -362,7 +375,18 @@ impl Kernel for ConvNhwcKernel {
             Some(t) => Some(f32s(&t, "residual")?),
             None => None,
         };
-        let xv = f32s(&x, "X")?;
+        let pointwise = g.is_pointwise();
+        // Pointwise, the input is read in bands (`banded`); else here, whole (module docs).
+        let banded = !read.is_plain() && pointwise && !depthwise;
+        let whole;
+        let xv = if read.is_plain() || banded {
+            read.parts[0].0
+        } else {
+            let mut v = vec![0.0f32; n * h * wd * cin];
+            read.read(Isa::best(), (0, n * h * wd), &mut v);
+            whole = v;
+            &whole[..]
+        };
         let packed = self
             .packed_w
             .as_ref()
@@ -392,7 +416,6 @@ impl Kernel for ConvNhwcKernel {
         }
         let d = Dims { n, cin, cout, g };
         let io = Io { x: xv, bias, z };
-        let pointwise = g.is_pointwise();
         // Weights packed at compile time run the GEMM (a model saved on another machine).
         if !depthwise
             && pointwise
@@ -406,6 +429,9 @@ impl Kernel for ConvNhwcKernel {
                     BOperand::Packed(&owned)
                 }
             };
+            if banded {
+                return self.banded(&d, &io, &read, Pointwise::Gemm(b_op), out, threads);
+            }
             return self.gemm(&d, &io, b_op, out, threads);
         }
         if let Some(wg) = winograd {
@@ -426,10 +452,20 @@ impl Kernel for ConvNhwcKernel {
         };
         if depthwise {
             self.depthwise(&d, &io, wts, out, threads)
+        } else if banded {
+            self.banded(&d, &io, &read, Pointwise::Direct(wts), out, threads)
         } else {
             self.direct(&d, &io, wts, out, threads)
         }
     }
+}
+
+/// How a pointwise convolution runs: a GEMM with these weights, or the direct kernel with
+/// these repacked ones.
+#[derive(Clone, Copy)]
+enum Pointwise<'a> {
+    Gemm(BOperand<'a>),
+    Direct(&'a [f32]),
 }
 
 /// A run's input, bias and residual.
@@ -440,6 +476,179 @@ struct Io<'a> {
 }
 
 impl ConvNhwcKernel {
+    /// How the node reads its input (`conv_prologue.rs`): input 0 of shape `sx` and the
+    /// further parts of its channels (inputs 6…, of the same image size), then the per-channel
+    /// map of inputs 4 and 5 (`[C]` each) when the node has them.
+    fn input_read<'a>(&self, ctx: &KernelCtx<'a>, sx: &[usize]) -> KernelResult<InputRead<'a>> {
+        let mut parts = vec![(f32s(&ctx.input(0)?, "X")?, sx[3])];
+        for i in FIRST_EXTRA_PART..ctx.input_count() {
+            let t = ctx.input(i)?;
+            let st = t.shape();
+            if st.len() != 4 || st[..3] != sx[..3] {
+                return Err(KernelError::invalid(format!(
+                    "input {i}, a part of the input's channels, has shape {st:?}; X has {sx:?}"
+                )));
+            }
+            parts.push((f32s(&t, "an input part")?, st[3]));
+        }
+        let affine = match (ctx.opt_input(4)?, ctx.opt_input(5)?) {
+            (None, None) => None,
+            (Some(s), Some(h)) => Some(Affine {
+                scale: f32s(&s, "S")?,
+                shift: f32s(&h, "H")?,
+                act: self.input_activation,
+            }),
+            _ => {
+                return Err(KernelError::invalid(
+                    "the input prologue needs both S and H (or neither)",
+                ))
+            }
+        };
+        let read = InputRead { parts, affine };
+        let c = read.channels();
+        if let Some(a) = &read.affine {
+            if a.scale.len() != c || a.shift.len() != c {
+                return Err(KernelError::invalid(format!(
+                    "the input prologue has {} scales and {} shifts for {c} input channels",
+                    a.scale.len(),
+                    a.shift.len()
+                )));
+            }
+        }
+        Ok(read)
+    }
+
+    /// Pointwise with an input prologue: bands of pixels read into a buffer that stays in L2,
+    /// each convolved right after. The threads take whole bands when there are enough,
+    /// else share each band's work.
+    fn banded(
+        &self,
+        d: &Dims,
+        io: &Io<'_>,
+        read: &InputRead<'_>,
+        conv: Pointwise<'_>,
+        out: &mut [f32],
+        threads: usize,
+    ) -> KernelResult<()> {
+        let (rows, cin, cout) = (d.n * d.g.oh * d.g.ow, d.cin, d.cout);
+        let isa = Isa::best();
+        let tasks = if threads > 1 && rows * cin * cout >= DIRECT_PAR_WORK {
+            threads
+        } else {
+            1
+        };
+        // As many bands per task, of whole tiles, at most L2's size each.
+        let mut band = band_pixels(cin);
+        let mut bands = rows.div_ceil(band);
+        if bands >= tasks {
+            bands = bands.div_ceil(tasks) * tasks;
+            band = rows.div_ceil(bands).div_ceil(DIRECT_PIXEL_ALIGN) * DIRECT_PIXEL_ALIGN;
+            bands = rows.div_ceil(band);
+        }
+        // Rows [r0, r1): transformed into `buf`, then convolved on `inner` threads into `o`.
+        let run_band = |r0: usize, r1: usize, buf: &mut [f32], o: &mut [f32], inner: usize| {
+            let xb = &mut buf[..(r1 - r0) * cin];
+            read.read(isa, (r0, r1), xb);
+            self.pointwise_rows(d, io, conv, xb, (r0, r1), o, inner)
+        };
+        if tasks == 1 || bands < tasks {
+            return with_im2col_buf(band * cin, |buf| {
+                for r0 in (0..rows).step_by(band) {
+                    let r1 = (r0 + band).min(rows);
+                    run_band(r0, r1, buf, &mut out[r0 * cout..r1 * cout], tasks)?;
+                }
+                Ok(())
+            });
+        }
+        let per = bands.div_ceil(tasks) * band;
+        let failed = std::sync::Mutex::new(None);
+        for_each_chunk_mut(out, per * cout, |t, o| {
+            let first = t * per;
+            let last = (first + per).min(rows);
+            let done = with_im2col_buf(band * cin, |buf| {
+                for r0 in (first..last).step_by(band) {
+                    let r1 = (r0 + band).min(last);
+                    let o = &mut o[(r0 - first) * cout..(r1 - first) * cout];
+                    run_band(r0, r1, buf, o, 1)?;
+                }
+                Ok(())
+            });
+            if let (Err(e), Ok(mut slot)) = (done, failed.lock()) {
+                slot.get_or_insert(e);
+            }
+        });
+        match failed.into_inner() {
+            Ok(Some(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Output rows `[r0, r1)` (pixels over all images) of a pointwise convolution of the input
+    /// rows `x`, into `o`, on `threads`.
+    #[allow(clippy::too_many_arguments)]
+    fn pointwise_rows(
+        &self,
+        d: &Dims,
+        io: &Io<'_>,
+        conv: Pointwise<'_>,
+        x: &[f32],
+        (r0, r1): (usize, usize),
+        o: &mut [f32],
+        threads: usize,
+    ) -> KernelResult<()> {
+        let px = r1 - r0;
+        match conv {
+            Pointwise::Gemm(b) => {
+                let a = AOperand::Raw {
+                    data: x,
+                    ld: d.cin,
+                    trans: false,
+                };
+                let p = GemmParams::new(px, d.cout, d.cin);
+                let epi = self.epilogue(io, d.cout, r0);
+                gemm::sgemm(&p, a, b, o, d.cout, &epi, threads).map_err(gemm_err)
+            }
+            Pointwise::Direct(wts) => {
+                // The band is an image of one row.
+                let g = DwGeometry {
+                    h: 1,
+                    w: px,
+                    kh: 1,
+                    kw: 1,
+                    stride_h: 1,
+                    stride_w: 1,
+                    dil_h: 1,
+                    dil_w: 1,
+                    pad_top: 0,
+                    pad_left: 0,
+                    oh: 1,
+                    ow: px,
+                };
+                let k = DirectNhwc {
+                    g,
+                    cin: d.cin,
+                    cout: d.cout,
+                };
+                let args = DirectArgs {
+                    x,
+                    wts,
+                    bias: io.bias,
+                    z: io.z.map(|z| &z[r0 * d.cout..]),
+                    act: &self.activation,
+                };
+                let (blocks, isa) = (k.blocks(), Isa::best());
+                let tasks = threads.min(blocks).max(1);
+                let dst = SharedOut(o.as_mut_ptr());
+                for_each_part(tasks, |t| {
+                    // SAFETY: `dst` is `o`, the band's `px · Cout` outputs, borrowed for the
+                    // call; the tasks write disjoint channel blocks.
+                    unsafe { k.run(isa, &args, (0, px), share(blocks, tasks, t, 1), dst.ptr()) }
+                });
+                Ok(())
+            }
+        }
+    }
+
     /// The epilogue of output rows from `r0` on.
     fn epilogue<'a>(&self, io: &Io<'a>, cout: usize, r0: usize) -> Epilogue<'a> {
         let mut epi = Epilogue::activation(self.activation);

@@ -19,6 +19,10 @@
 //! - **Channels-last regions** (`layout.rs`): connected convolutions with a depthwise one
 //!   become FusedConvNhwc, with Transposes only at the region's borders.
 //!
+//! - **Input prologues** (`prologue_fold.rs`): a region's per-channel affine map (a
+//!   BatchNormalization) and Relu before a pointwise FusedConvNhwc become the convolution's
+//!   input prologue.
+//!
 //! Each rewrite is recorded on the new node (`_rge_fused`: the node names it replaced), which
 //! `rge explain` shows.
 
@@ -70,6 +74,12 @@ impl GraphOptimizer for DenseFusion {
                 crate::layout::next_channels_last_region(graph.graph()).map_err(err)?
             {
                 graph.apply(p)?;
+            }
+            // Then what the regions' pointwise convolutions can read through.
+            for c in crate::prologue_fold::candidates(graph.graph()) {
+                if let Some(p) = crate::prologue_fold::fold_into(graph.graph(), c).map_err(err)? {
+                    graph.apply(p)?;
+                }
             }
         }
         Ok(())

@@ -26,9 +26,18 @@ pub(crate) fn gemm_err(e: GemmError) -> KernelError {
 
 /// The epilogue activation of a fused op (`activation`, `activation_params`), or None.
 pub(crate) fn activation(init: &KernelInit<'_>) -> KernelResult<Activation> {
-    let p = init.floats_opt("activation_params")?.unwrap_or(&[]);
+    activation_named(init, "activation", "activation_params")
+}
+
+/// The activation named by attribute `name` with its parameters in `params`, or None.
+pub(crate) fn activation_named(
+    init: &KernelInit<'_>,
+    name: &str,
+    params: &str,
+) -> KernelResult<Activation> {
+    let p = init.floats_opt(params)?.unwrap_or(&[]);
     let at = |i: usize, d: f32| p.get(i).copied().unwrap_or(d);
-    Ok(match init.str_or("activation", "")? {
+    Ok(match init.str_or(name, "")? {
         "" => Activation::None,
         "Relu" => Activation::Relu,
         "Clip" => Activation::Clip {
@@ -48,7 +57,7 @@ pub(crate) fn activation(init: &KernelInit<'_>) -> KernelResult<Activation> {
         "Tanh" => Activation::Tanh,
         other => {
             return Err(KernelError::attr(
-                "activation",
+                name,
                 format!("`{other}` is not an activation the dense kernels apply"),
             ))
         }

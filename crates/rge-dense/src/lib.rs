@@ -10,6 +10,7 @@ compile_error!(
 pub mod attention;
 mod conv_few_pixels;
 pub mod conv_nhwc;
+pub mod conv_prologue;
 pub mod conv_transpose;
 pub mod depthwise;
 pub mod depthwise_blocked;
@@ -25,6 +26,7 @@ mod im2col;
 pub mod kernels;
 pub mod layout;
 pub mod pool_nhwc;
+mod prologue_fold;
 pub mod recurrent;
 mod shared_out;
 #[cfg(test)]

@@ -478,6 +478,14 @@ fn batch_normalizations_between_convolutions_join_the_region() {
         assert_eq!(got.count("FusedConvNhwc"), 5, "{:?}", got.types);
         assert!(!got.has("BatchNormalization"), "{:?}", got.types);
         assert_eq!(got.count("Transpose"), 2, "{:?}", got.types);
+        // Each 1×1 convolution reads its Concat, BatchNormalization and Relu through its input
+        // prologue: only the output's Concat is left.
+        assert_eq!(got.count("Concat"), 1, "{:?}", got.types);
+        assert!(
+            !got.has("FusedElementwise") && !got.has("Relu"),
+            "{:?}",
+            got.types
+        );
         assert_close(&got, &want);
     }
     // A computed statistic: that BatchNormalization stays, in NCHW between Transposes.
@@ -487,4 +495,43 @@ fn batch_normalizations_between_convolutions_join_the_region() {
     assert_eq!(got.count("BatchNormalization"), 1, "{:?}", got.types);
     assert!(got.count("Transpose") > 2, "{:?}", got.types);
     assert_close(&got, &want);
+}
+
+/// A CSP block's join: two branches concatenated into a 1×1 convolution, which reads the
+/// Concat through its input prologue; a Concat with a second reader, or before a 3×3
+/// convolution, stays.
+fn csp_join(second_reader: bool, k: i64) -> ModelProto {
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 8, 10, 12]);
+    let a = conv(&mut n, &x, spec(8, 16, 3, 1, 1), 1);
+    let b = conv(&mut n, &a, spec(16, 16, 3, 1, 1), 3);
+    let c = conv(&mut n, &b, spec(16, 24, 1, 1, 1), 5);
+    let cat = n.op("Concat", &[&a, &b, &c], vec![a_int("axis", 1)]);
+    let y = conv(&mut n, &cat, spec(56, 40, k, 1, 1), 7);
+    n.op_to("GlobalAveragePool", &[&y], "y", vec![]);
+    n.output("y", F32, &[2, 40, 1, 1]);
+    if second_reader {
+        n.op_to("Identity", &[&cat], "cat", vec![]);
+        n.output("cat", F32, &[2, 56, 10, 12]);
+    }
+    n.model()
+}
+
+#[test]
+fn a_concat_before_a_pointwise_convolution_is_read_in_place() {
+    for (second_reader, k, folded) in [(false, 1, true), (true, 1, false), (false, 3, false)] {
+        let m = csp_join(second_reader, k);
+        let want = compile(&m, no_dense());
+        for threads in [1, 2] {
+            let got = compile_on(&m, threads);
+            assert_eq!(got.count("FusedConvNhwc"), 4, "{:?}", got.types);
+            assert_eq!(
+                got.has("Concat"),
+                !folded,
+                "{second_reader} {k}: {:?}",
+                got.types
+            );
+            assert_close(&got, &want);
+        }
+    }
 }

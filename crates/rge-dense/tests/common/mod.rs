@@ -1,5 +1,8 @@
-//! f64 references for the GEMM tests: a naive GEMM with the epilogue, and the activations.
+//! Shared by the dense tests: f64 references for the GEMM tests (a naive GEMM with the epilogue,
+//! and the activations), and the kernel cases compared with the `cpu` engine (`cases`).
 #![allow(dead_code)]
+
+pub mod cases;
 
 use rge_dense::gemm::{Activation, Bias, Epilogue};
 

@@ -393,10 +393,32 @@ fn fused_conv_nhwc(ctx: &mut InferCtx<'_>) -> OpResult<()> {
     if group <= 0 {
         bail!("group {group} must be positive");
     }
-    if x[3] >= 0 && w[1] >= 0 && x[3] != w[1].saturating_mul(group) {
+    // The input's channels: X's and those of the further parts of the input prologue's
+    // concatenation (inputs 6…, each `[N, H, W, Cᵢ]`); -1 when one is unknown.
+    let mut channels = x[3];
+    for i in 6..ctx.input_count() {
+        match ctx.opt_input(i).and_then(|t| t.dims()) {
+            Some(p) if p.len() == 4 && p[..3] == x[..3] => {
+                channels = if channels < 0 || p[3] < 0 {
+                    -1
+                } else {
+                    channels + p[3]
+                };
+            }
+            Some(p) if p.len() == 4 && p[..3].iter().chain(&x[..3]).any(|&v| v < 0) => {
+                channels = -1;
+            }
+            Some(p) => bail!(
+                "input {i}, a part of the input's channels, is {} where X is {}",
+                fmt_dims(p),
+                fmt_dims(x)
+            ),
+            None => channels = -1,
+        }
+    }
+    if channels >= 0 && w[1] >= 0 && channels != w[1].saturating_mul(group) {
         bail!(
-            "X has {} channels but W {} expects {} (group {group})",
-            x[3],
+            "X has {channels} channels but W {} expects {} (group {group})",
             fmt_dims(w),
             w[1].saturating_mul(group)
         );
@@ -405,6 +427,22 @@ fn fused_conv_nhwc(ctx: &mut InferCtx<'_>) -> OpResult<()> {
         Some(k) => k.to_vec(),
         None => w[2..].to_vec(),
     };
+    // The input prologue's scale and shift: both or neither, one value per input channel.
+    let (s, h) = (ctx.opt_input(4), ctx.opt_input(5));
+    if s.is_some() != h.is_some() {
+        bail!("the input prologue needs both S and H, or neither");
+    }
+    for (name, t) in [("S", s), ("H", h)] {
+        if let Some(d) = t.and_then(|t| t.dims()) {
+            let known = channels >= 0 && d.iter().all(|&v| v >= 0);
+            if known && d.iter().product::<i64>() != channels {
+                bail!(
+                    "{name} {} must hold one value per input channel ({channels})",
+                    fmt_dims(d)
+                );
+            }
+        }
+    }
     let sp = window_out(ctx, &x[1..3], &kernel, false, false)?;
     let out = [x[0], sp[0], sp[1], w[0]];
     ctx.set_output_dims(0, dt, &out);
@@ -449,9 +487,12 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
     }
     b.register(
         crate::proto::OpProto::new(RGE_DOMAIN, "FusedConvNhwc", 1)
-            .sig("X:T, W:T, B?:T, Z?:T -> Y:T")
+            .sig("X:T, W:T, B?:T, Z?:T, S?:T, H?:T, Xs*:T -> Y:T")
             .attrs(CONV_ATTRS)
             .attrs(EPILOGUE_ATTRS)
+            // The input prologue: the input as the channels of X and the Xs, then
+            // `act(X·S + H)` per channel (S and H `[C]`).
+            .attrs("input_activation:string=, input_activation_params:floats")
             // The dense engine's choice of Winograd F(2x2, 3x3) for the node.
             .attrs("winograd:int=0")
             .tc("T", FLOATS)
