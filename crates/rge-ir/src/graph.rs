@@ -183,6 +183,12 @@ impl ComputeGraph {
     pub fn op_mut(&mut self, n: NodeId) -> Option<&mut OpDesc> {
         self.nodes.get_mut(n).map(|n| &mut n.op)
     }
+    /// Every node's op with its id, in slot order (not a graph's order), for the edits
+    /// [`ComputeGraph::op_mut`] allows: one borrow for all of them, so that a caller may edit
+    /// many ops in parallel.
+    pub fn ops_mut(&mut self) -> impl Iterator<Item = (NodeId, &mut OpDesc)> {
+        self.nodes.iter_mut().map(|(k, n)| (k, &mut n.op))
+    }
     /// Takes node `n`'s op out, leaving an empty op behind, and drops its name from the
     /// graph's name index. What moves nodes to another graph uses it instead of cloning the op;
     /// the node left behind is a shell (its links and place in the order only) to be removed.
