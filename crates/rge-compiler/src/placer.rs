@@ -340,14 +340,13 @@ fn record_nodes(
         shared(&placement.engine_names),
         shared(&placement.kernel_libs),
     );
-    let mut ops: Vec<(NodeId, &mut OpDesc)> = graph
+    let mut ops: Vec<(NodeId, &mut OpDesc, &NodePlacement)> = graph
         .ops_mut()
-        .filter(|(n, _)| placement.get(*n).is_some_and(&wanted))
+        .filter_map(|(n, op)| Some((n, op, placement.get(n).filter(|p| wanted(p))?)))
         .collect();
     ops.par_iter_mut()
         .with_min_len(RECORD_CHUNK)
-        .for_each(|(n, op)| {
-            let Some(p) = placement.get(*n) else { return };
+        .for_each(|(n, op, p)| {
             let e = p.engine.index();
             let lib = placement.kernel_lib(*n).unwrap_or_default();
             let lib = if *libs[e] == *lib {

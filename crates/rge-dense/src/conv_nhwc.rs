@@ -44,7 +44,7 @@ const DIRECT_TASK_WORK: usize = 16 * 1024;
 const DIRECT_PAR_WORK: usize = 256 * 1024;
 
 /// Pixel splits fall on multiples of the widest register tile (AVX-512's 12 pixels).
-const DIRECT_PIXEL_ALIGN: usize = 12;
+pub(crate) const DIRECT_PIXEL_ALIGN: usize = 12;
 
 /// On the portable path, a 1×1 stride-1 convolution runs on the direct kernel, not the GEMM,
 /// when it has at most this many output channels or at most [`MAX_DIRECT_CIN`] input channels
@@ -609,20 +609,13 @@ impl ConvNhwcKernel {
                 gemm::sgemm(&p, a, b, o, d.cout, &epi, threads).map_err(gemm_err)
             }
             Pointwise::Direct(wts) => {
-                // The band is an image of one row.
+                // The band is an image of one row (the window stays the pointwise one).
                 let g = DwGeometry {
                     h: 1,
                     w: px,
-                    kh: 1,
-                    kw: 1,
-                    stride_h: 1,
-                    stride_w: 1,
-                    dil_h: 1,
-                    dil_w: 1,
-                    pad_top: 0,
-                    pad_left: 0,
                     oh: 1,
                     ow: px,
+                    ..d.g
                 };
                 let k = DirectNhwc {
                     g,

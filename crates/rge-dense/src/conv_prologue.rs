@@ -13,6 +13,7 @@
 //! `X·S` and `+ H` are rounded apart (no FMA), as the Mul and Add they replace: the fused and
 //! unfused graphs give the same values.
 
+use crate::conv_nhwc::DIRECT_PIXEL_ALIGN;
 use crate::depthwise::Isa;
 use crate::gemm::{activation, Activation};
 use rge_simd::{Scalar, Simd};
@@ -31,7 +32,7 @@ const BAND_BYTES: usize = 256 * 1024;
 /// Pixels per band of a pointwise convolution with `cin` input channels: a multiple of 12 (the
 /// widest register tile), at least one tile.
 pub fn band_pixels(cin: usize) -> usize {
-    (BAND_BYTES / (4 * cin.max(1)) / 12).max(1) * 12
+    (BAND_BYTES / (4 * cin.max(1)) / DIRECT_PIXEL_ALIGN).max(1) * DIRECT_PIXEL_ALIGN
 }
 
 /// The per-channel map: a scale and a shift per input channel, then an activation.
