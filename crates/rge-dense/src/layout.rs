@@ -319,6 +319,10 @@ fn regions(g: &ComputeGraph) -> Vec<Vec<(NodeId, Member)>> {
         .filter(|&&n| conv_candidate(g, n).is_some())
         .map(|&n| (n, Member::Conv))
         .collect();
+    // Every region holds a convolution: a graph without one has none to look for.
+    if kind.is_empty() {
+        return Vec::new();
+    }
     // Pools and ops that run as they are, fed by members, to a fixed point (a chain of pools,
     // as in YOLO's SPPF; a Split, the convolutions after it and their Concat, as in its C2f).
     let joiners: Vec<(NodeId, Member)> = nodes

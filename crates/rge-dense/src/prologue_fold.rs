@@ -33,6 +33,10 @@ struct Chain {
 /// Whether `op` is a FusedConvNhwc that runs pointwise (1×1, stride 1, unpadded, ungrouped)
 /// and has no prologue yet (its four inputs X, W, B and Z only).
 fn pointwise_conv(op: &OpDesc) -> bool {
+    // The type first: the dense optimizer asks this of every node of the graph.
+    if op.op_type() != CONV_NHWC || op.domain() != RGE_DOMAIN {
+        return false;
+    }
     let ints = |k: &str| match op.attrs().get(k) {
         Some(AttrValue::ListInt(v)) => Some(v.clone()),
         _ => None,
@@ -46,9 +50,7 @@ fn pointwise_conv(op: &OpDesc) -> bool {
         _ => "NOTSET",
     };
     let w = op.input(1).map(|d| d.shape().dims().to_vec());
-    op.op_type() == CONV_NHWC
-        && op.domain() == RGE_DOMAIN
-        && int("group", 1) == 1
+    int("group", 1) == 1
         && w.is_some_and(|w| w.len() == 4 && w[2] == 1 && w[3] == 1)
         && ints("strides").is_none_or(|s| s.iter().all(|&v| v == 1))
         && ints("pads").is_none_or(|p| p.iter().all(|&v| v == 0))
@@ -151,7 +153,7 @@ fn chain_before(g: &ComputeGraph, c: NodeId, channels: i64) -> Option<Chain> {
 /// replaces its convolution, which may be a part of another's concatenation).
 pub(crate) fn candidates(g: &ComputeGraph) -> Vec<NodeId> {
     g.nodes_of(g.root())
-        .filter(|&c| !has_control(g, c) && g.op(c).is_some_and(pointwise_conv))
+        .filter(|&c| g.op(c).is_some_and(pointwise_conv) && !has_control(g, c))
         .collect()
 }
 

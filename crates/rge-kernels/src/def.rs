@@ -312,6 +312,19 @@ impl KernelDef {
         (self.since..=self.until).contains(&opset)
     }
 
+    /// Whether every known element type is one this definition's ports take.
+    fn takes_types(&self, inputs: &[Option<DType>], outputs: &[Option<DType>]) -> bool {
+        let fits = |t: &Option<DType>, p: &PortDef| t.is_none_or(|t| p.types.contains(t));
+        inputs
+            .iter()
+            .enumerate()
+            .all(|(i, t)| fits(t, self.input(i)))
+            && outputs
+                .iter()
+                .enumerate()
+                .all(|(i, t)| fits(t, self.output(i)))
+    }
+
     /// Whether this definition runs `op` (whose known element types are given); `Err` says
     /// why not.
     pub fn accepts(
@@ -445,6 +458,16 @@ impl KernelSet {
         let outputs: SmallVec<[Option<DType>; 2]> = (0..op.output_count())
             .map(|i| op.output(i).and_then(DType::from_desc))
             .collect();
+        // The first definition that takes the node, without a word of why the ones before it
+        // do not: those reasons are only read when none does (placement asks every engine of
+        // every node, and a formatted reason per refusal was most of this).
+        if let Some(d) = defs.iter().find(|d| {
+            d.serves(opset)
+                && d.takes_types(&inputs, &outputs)
+                && d.check.as_ref().is_none_or(|c| c(op).is_ok())
+        }) {
+            return Ok(d);
+        }
         let mut why = Vec::new();
         for d in defs {
             if !d.serves(opset) {
