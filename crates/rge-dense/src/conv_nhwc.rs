@@ -70,9 +70,16 @@ pub const MAX_DIRECT_CIN: usize = 64;
 /// input many times (MobileNetV2 at 1 thread: 14² 96→576 0.275 → 0.244 ms, 7² 160→960 0.228 →
 /// 0.198, 56² 24→144 0.352 → 0.319; its projections stay direct: 56² 144→24 0.25 against 0.40
 /// as a GEMM).
-fn pointwise_as_gemm(cin: usize, cout: usize, residual: bool) -> bool {
+///
+/// An image of few pixels (the node's `few_pixels`, set by the channels-last pass) runs as a
+/// GEMM on AVX2 whatever its depth: the direct kernel's few pixel tiles each re-read their
+/// weight blocks. In the models at 1 thread, best of 6–8 alternated runs: ResNet-50's 7²
+/// 512→2048 with its residual 1.68 → 1.52 ms per node (2 threads 0.81 → 0.78), MobileNetV2's
+/// 7² 960→160 with its residual 0.238 → 0.202, 960→320 0.472 → 0.412; by depth instead (512
+/// input channels at any size), 28² 512→128 lost 1.18 → 1.27.
+fn pointwise_as_gemm(cin: usize, cout: usize, residual: bool, few_pixels: bool) -> bool {
     match Isa::best() {
-        Isa::Avx2 => cin >= AVX2_GEMM_DEPTH || (!residual && cout >= 4 * cin),
+        Isa::Avx2 => cin >= AVX2_GEMM_DEPTH || (!residual && cout >= 4 * cin) || few_pixels,
         Isa::Scalar => cout > MAX_DIRECT_COUT && cin > MAX_DIRECT_CIN,
         _ => cin > direct_nhwc::CHUNKED_DEPTH,
     }
@@ -80,6 +87,13 @@ fn pointwise_as_gemm(cin: usize, cout: usize, residual: bool) -> bool {
 
 /// On AVX2, the fewest input channels of a pointwise convolution run as one GEMM.
 const AVX2_GEMM_DEPTH: usize = 1024;
+
+/// The attribute the channels-last pass sets (1) on a pointwise convolution whose output has at
+/// most [`FEW_PIXELS`] pixels (see [`pointwise_as_gemm`]).
+pub const FEW_PIXELS_ATTR: &str = "few_pixels";
+
+/// The most output pixels of a [`FEW_PIXELS_ATTR`] convolution: a 7×7 image.
+pub const FEW_PIXELS: i64 = 49;
 
 /// The kernel: its window, group, activation and its constant weights, packed for the GEMM
 /// (`[Cin × Cout]`) or repacked for a direct kernel.
@@ -96,6 +110,8 @@ pub struct ConvNhwcKernel {
     /// Constant weights transformed for Winograd, when the channels-last pass chose it
     /// (`winograd = 1`); then there are no direct weights.
     winograd: Option<WinogradNhwc>,
+    /// The node's `few_pixels` (see [`pointwise_as_gemm`]).
+    few_pixels: bool,
 }
 
 /// Whether the weight shape `[Cout, Cin/group, kh, kw]` with `group` is one the kernel runs:
@@ -135,10 +151,15 @@ fn conv_group(init: &KernelInit<'_>) -> KernelResult<usize> {
 
 /// Whether a convolution with weights `[Cout, Cin, kh, kw]` runs as one GEMM: ungrouped 1×1,
 /// stride 1, unpadded, with the channel counts (and residual or not) of [`pointwise_as_gemm`].
-fn runs_as_gemm(window: &WindowAttrs, w: &[usize], group: usize, residual: bool) -> bool {
+fn runs_as_gemm(
+    window: &WindowAttrs,
+    w: &[usize],
+    group: usize,
+    (residual, few_pixels): (bool, bool),
+) -> bool {
     group == 1
         && w.len() == 4
-        && pointwise_as_gemm(w[1], w[0], residual)
+        && pointwise_as_gemm(w[1], w[0], residual, few_pixels)
         && w[2] == 1
         && w[3] == 1
         && all_ones(&window.strides)
@@ -153,9 +174,11 @@ fn all_ones(v: &Option<Vec<usize>>) -> bool {
     v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 1))
 }
 
-/// Whether the node has a residual input (Z).
-fn has_residual(init: &KernelInit<'_>) -> bool {
-    init.input_types.get(3).is_some_and(Option::is_some)
+/// Whether the node has a residual input (Z), and whether the pass marked its image as one of
+/// few pixels.
+fn residual_and_size(init: &KernelInit<'_>) -> KernelResult<(bool, bool)> {
+    let residual = init.input_types.get(3).is_some_and(Option::is_some);
+    Ok((residual, init.int_or(FEW_PIXELS_ATTR, 0)? != 0))
 }
 
 /// The packed weights of a constant W that runs as a GEMM.
@@ -165,7 +188,7 @@ fn packed_from_constant(
     group: usize,
 ) -> KernelResult<Option<PackedB>> {
     match init.constant(1) {
-        Some(w) if runs_as_gemm(window, w.shape(), group, has_residual(init)) => {
+        Some(w) if runs_as_gemm(window, w.shape(), group, residual_and_size(init)?) => {
             Ok(Some(pack_weights(w.as_slice::<f32>()?, w.shape())?))
         }
         _ => Ok(None),
@@ -204,7 +227,7 @@ fn direct_from_constant(
     }
     Ok(if group > 1 && s[1] == 1 && s[0] == group {
         Some(DwNhwc { g, channels: s[0] }.repack_weights(data))
-    } else if group == 1 && !runs_as_gemm(window, s, group, has_residual(init)) {
+    } else if group == 1 && !runs_as_gemm(window, s, group, residual_and_size(init)?) {
         Some(
             DirectNhwc {
                 g,
@@ -255,6 +278,7 @@ pub fn create_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> 
         packed_w,
         direct_w,
         winograd,
+        few_pixels: residual_and_size(init)?.1,
     }))
 }
 
@@ -419,7 +443,7 @@ impl Kernel for ConvNhwcKernel {
         // Weights packed at compile time run the GEMM (a model saved on another machine).
         if !depthwise
             && pointwise
-            && (packed.is_some() || pointwise_as_gemm(cin, cout, z.is_some()))
+            && (packed.is_some() || pointwise_as_gemm(cin, cout, z.is_some(), self.few_pixels))
         {
             let owned;
             let b_op = match packed {

@@ -30,7 +30,7 @@ use rge_ir::{
     Tensor as IrTensor, TensorDesc,
 };
 
-use crate::conv_nhwc::supported_grouping;
+use crate::conv_nhwc::{supported_grouping, FEW_PIXELS, FEW_PIXELS_ATTR};
 use crate::fuse::{
     bn_stats, const_op, has_control, is_f32_out, producer, BnStats, FUSED_ATTR, RGE_DOMAIN,
 };
@@ -443,6 +443,31 @@ fn runs_as_winograd(op: &OpDesc) -> bool {
     group == 1 && winograd_nhwc::suits(kernel, strides, dils, cin, cout, out)
 }
 
+/// Whether a region's convolution is pointwise (1×1, stride 1, unpadded, ungrouped) with an
+/// output of at most `FEW_PIXELS` pixels: the kernel's choice of the GEMM then differs
+/// (`conv_nhwc::pointwise_as_gemm`).
+fn pointwise_with_few_pixels(op: &OpDesc) -> bool {
+    let (Some(w), Some(y)) = (dims_of(op.input(1)), dims_of(op.output(0))) else {
+        return false;
+    };
+    let group = op.attrs().get_int("group").ok().flatten().unwrap_or(1);
+    let unpadded = match op.attrs().get("pads") {
+        Some(AttrValue::ListInt(p)) => p.iter().all(|&x| x == 0),
+        _ => true,
+    };
+    let same_padding = matches!(
+        op.attrs().get("auto_pad"),
+        Some(AttrValue::String(s)) if s != "NOTSET" && s != "VALID"
+    );
+    group == 1
+        && w[2] == 1
+        && w[3] == 1
+        && ints_or_ones(op, "strides").iter().all(|&s| s == 1)
+        && unpadded
+        && !same_padding
+        && y[2].saturating_mul(y[3]) <= FEW_PIXELS
+}
+
 /// The FusedConvNhwc of convolution `n`.
 fn conv_nhwc_op(
     g: &ComputeGraph,
@@ -462,6 +487,9 @@ fn conv_nhwc_op(
     }
     if runs_as_winograd(op) {
         conv.attrs_mut().set(WINOGRAD_ATTR, AttrValue::Int(1));
+    }
+    if pointwise_with_few_pixels(op) {
+        conv.attrs_mut().set(FEW_PIXELS_ATTR, AttrValue::Int(1));
     }
     for (i, port) in ["X", "W", "B", "Z"].into_iter().enumerate() {
         let d = op.input(i).cloned().unwrap_or_default();

@@ -105,6 +105,11 @@ fn compile_on(m: &ModelProto, threads: usize) -> Compiled {
 
 /// How many of the compiled root's FusedConvNhwc nodes are marked for Winograd.
 fn winograd_marked(m: &ModelProto) -> usize {
+    marked(m, "winograd")
+}
+
+/// How many of the compiled root's FusedConvNhwc nodes have `attr = 1`.
+fn marked(m: &ModelProto, attr: &str) -> usize {
     let set = engine_set(&cpu_engines()).unwrap();
     let s = Session::new(SessionOptions::with_engines(set)).unwrap();
     let model = s.compile_graph(graph_of(m)).unwrap();
@@ -112,8 +117,7 @@ fn winograd_marked(m: &ModelProto) -> usize {
     g.nodes_of(g.root())
         .filter(|&n| {
             let op = g.op(n).unwrap();
-            op.op_type() == "FusedConvNhwc"
-                && op.attrs().get_int("winograd").ok().flatten() == Some(1)
+            op.op_type() == "FusedConvNhwc" && op.attrs().get_int(attr).ok().flatten() == Some(1)
         })
         .count()
 }
@@ -187,6 +191,32 @@ fn a_resnet_stage_runs_channels_last_with_its_residuals_in_the_epilogues() {
     }
     // The two 3×3 stride-1 convolutions at 8×8, not the one at 4×4 (4 tiles).
     assert_eq!(winograd_marked(&m), 2);
+}
+
+#[test]
+fn pointwise_convolutions_of_small_images_are_marked_and_match() {
+    // A pointwise convolution at 14×14 (196 pixels: not marked), a strided 3×3 down to 7×7,
+    // then two pointwise ones there (49 pixels: marked), one with a residual: on AVX2 those
+    // two run on the GEMM, the first on the direct kernel.
+    let mut n = Net::new();
+    let x = n.input("x", F32, &[2, 40, 14, 14]);
+    let a = conv(&mut n, &x, spec(40, 40, 1, 1, 1), 1);
+    let b = conv(&mut n, &a, spec(40, 64, 3, 2, 1), 3);
+    let wp = n.weight(&[64, 64, 1, 1], 5);
+    let p = n.op("Conv", &[&b, &wp], vec![]);
+    let s = n.op("Add", &[&p, &b], vec![]);
+    let s = n.op("Relu", &[&s], vec![]);
+    let e = conv(&mut n, &s, spec(64, 96, 1, 1, 1), 7);
+    n.op_to("GlobalAveragePool", &[&e], "y", vec![]);
+    n.output("y", F32, &[2, 96, 1, 1]);
+    let m = n.model();
+    let want = compile(&m, no_dense());
+    for threads in [1, 2] {
+        let got = compile_on(&m, threads);
+        assert_eq!(got.count("FusedConvNhwc"), 4, "{:?}", got.types);
+        assert_close(&got, &want);
+    }
+    assert_eq!(marked(&m, "few_pixels"), 2);
 }
 
 #[test]

@@ -495,6 +495,9 @@ pub(super) fn register(b: &mut OpRegistryBuilder) -> Result<(), OpsError> {
             .attrs("input_activation:string=, input_activation_params:floats")
             // The dense engine's choice of Winograd F(2x2, 3x3) for the node.
             .attrs("winograd:int=0")
+            // The channels-last pass's mark of a pointwise convolution of a small image (the
+            // dense kernel's choice of the GEMM).
+            .attrs("few_pixels:int=0")
             .tc("T", FLOATS)
             .infer(fused_conv_nhwc)
             .format(FormatRule::Spatial),
