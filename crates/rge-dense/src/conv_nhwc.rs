@@ -186,9 +186,10 @@ fn packed_from_constant(
     init: &KernelInit<'_>,
     window: &WindowAttrs,
     group: usize,
+    hints: (bool, bool),
 ) -> KernelResult<Option<PackedB>> {
     match init.constant(1) {
-        Some(w) if runs_as_gemm(window, w.shape(), group, residual_and_size(init)?) => {
+        Some(w) if runs_as_gemm(window, w.shape(), group, hints) => {
             Ok(Some(pack_weights(w.as_slice::<f32>()?, w.shape())?))
         }
         _ => Ok(None),
@@ -201,6 +202,7 @@ fn direct_from_constant(
     init: &KernelInit<'_>,
     window: &WindowAttrs,
     group: usize,
+    hints: (bool, bool),
 ) -> KernelResult<Option<Vec<f32>>> {
     let Some(w) = init.constant(1).filter(|w| w.shape().len() == 4) else {
         return Ok(None);
@@ -227,7 +229,7 @@ fn direct_from_constant(
     }
     Ok(if group > 1 && s[1] == 1 && s[0] == group {
         Some(DwNhwc { g, channels: s[0] }.repack_weights(data))
-    } else if group == 1 && !runs_as_gemm(window, s, group, residual_and_size(init)?) {
+    } else if group == 1 && !runs_as_gemm(window, s, group, hints) {
         Some(
             DirectNhwc {
                 g,
@@ -244,7 +246,9 @@ fn direct_from_constant(
 /// Compile time (CompileOp): the packed constant weights, kept on the op.
 pub fn prepare_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Vec<(String, AttrValue)>> {
     let window = WindowAttrs::parse(init)?;
-    Ok(packed_from_constant(init, &window, conv_group(init)?)?
+    let hints = residual_and_size(init)?;
+    let packed = packed_from_constant(init, &window, conv_group(init)?, hints)?;
+    Ok(packed
         .map(|p| {
             vec![(
                 PACKED_B_ATTR.to_string(),
@@ -258,17 +262,18 @@ pub fn prepare_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Vec<(String, Att
 pub fn create_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> {
     let group = conv_group(init)?;
     let window = WindowAttrs::parse(init)?;
+    let hints = residual_and_size(init)?;
     let packed_w = match init.attrs.get(PACKED_B_ATTR) {
         Some(AttrValue::Bytes(b)) => Some(
             PackedB::from_bytes(b).map_err(|e| KernelError::attr(PACKED_B_ATTR, e.to_string()))?,
         ),
         Some(_) => return Err(KernelError::attr(PACKED_B_ATTR, "not bytes")),
-        None => packed_from_constant(init, &window, group)?,
+        None => packed_from_constant(init, &window, group, hints)?,
     };
     let winograd = winograd_from_constant(init, &window, group)?;
     let direct_w = match winograd {
         Some(_) => None,
-        None => direct_from_constant(init, &window, group)?,
+        None => direct_from_constant(init, &window, group, hints)?,
     };
     Ok(Box::new(ConvNhwcKernel {
         window,
@@ -278,7 +283,7 @@ pub fn create_conv_nhwc(init: &KernelInit<'_>) -> KernelResult<Box<dyn Kernel>> 
         packed_w,
         direct_w,
         winograd,
-        few_pixels: residual_and_size(init)?.1,
+        few_pixels: hints.1,
     }))
 }
 

@@ -443,29 +443,31 @@ fn runs_as_winograd(op: &OpDesc) -> bool {
     group == 1 && winograd_nhwc::suits(kernel, strides, dils, cin, cout, out)
 }
 
-/// Whether a region's convolution is pointwise (1×1, stride 1, unpadded, ungrouped) with an
-/// output of at most `FEW_PIXELS` pixels: the kernel's choice of the GEMM then differs
-/// (`conv_nhwc::pointwise_as_gemm`).
-fn pointwise_with_few_pixels(op: &OpDesc) -> bool {
-    let (Some(w), Some(y)) = (dims_of(op.input(1)), dims_of(op.output(0))) else {
-        return false;
-    };
-    let group = op.attrs().get_int("group").ok().flatten().unwrap_or(1);
-    let unpadded = match op.attrs().get("pads") {
-        Some(AttrValue::ListInt(p)) => p.iter().all(|&x| x == 0),
+/// Whether `op`'s window is pointwise: ungrouped, a 1×1 W, stride 1, unpadded (a Conv or a
+/// FusedConvNhwc: the attributes are the same).
+pub(crate) fn pointwise_window(op: &OpDesc) -> bool {
+    let all = |key: &str, v: i64| match op.attrs().get(key) {
+        Some(AttrValue::ListInt(x)) => x.iter().all(|&e| e == v),
         _ => true,
     };
-    let same_padding = matches!(
-        op.attrs().get("auto_pad"),
-        Some(AttrValue::String(s)) if s != "NOTSET" && s != "VALID"
-    );
-    group == 1
-        && w[2] == 1
-        && w[3] == 1
-        && ints_or_ones(op, "strides").iter().all(|&s| s == 1)
-        && unpadded
-        && !same_padding
-        && y[2].saturating_mul(y[3]) <= FEW_PIXELS
+    let auto_pad = match op.attrs().get("auto_pad") {
+        Some(AttrValue::String(s)) => s.as_str(),
+        _ => "NOTSET",
+    };
+    op.attrs().get_int("group").ok().flatten().unwrap_or(1) == 1
+        && op
+            .input(1)
+            .is_some_and(|d| matches!(d.shape().dims(), [_, _, 1, 1]))
+        && all("strides", 1)
+        && all("pads", 0)
+        && matches!(auto_pad, "NOTSET" | "VALID")
+}
+
+/// Whether a region's convolution is pointwise with an output of at most `FEW_PIXELS` pixels:
+/// the kernel's choice of the GEMM then differs (`conv_nhwc::pointwise_as_gemm`).
+fn pointwise_with_few_pixels(op: &OpDesc) -> bool {
+    pointwise_window(op)
+        && dims_of(op.output(0)).is_some_and(|y| y[2].saturating_mul(y[3]) <= FEW_PIXELS)
 }
 
 /// The FusedConvNhwc of convolution `n`.

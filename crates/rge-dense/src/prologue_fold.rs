@@ -16,7 +16,7 @@ use rge_ir::{AttrValue, ComputeGraph, DataType, GraphPatch, NodeId, OpDesc, OutA
 
 use crate::conv_prologue::{FIRST_EXTRA_PART, INPUT_ACTIVATION, INPUT_ACTIVATION_PARAMS};
 use crate::fuse::{const_input, has_control, producer, single_reader, FUSED_ATTR, RGE_DOMAIN};
-use crate::layout::CONV_NHWC;
+use crate::layout::{pointwise_window, CONV_NHWC};
 
 /// What a convolution absorbs: `[relu](concat(parts)·s + t)`, with the map or the
 /// concatenation or both.
@@ -34,27 +34,9 @@ struct Chain {
 /// and has no prologue yet (its four inputs X, W, B and Z only).
 fn pointwise_conv(op: &OpDesc) -> bool {
     // The type first: the dense optimizer asks this of every node of the graph.
-    if op.op_type() != CONV_NHWC || op.domain() != RGE_DOMAIN {
-        return false;
-    }
-    let ints = |k: &str| match op.attrs().get(k) {
-        Some(AttrValue::ListInt(v)) => Some(v.clone()),
-        _ => None,
-    };
-    let int = |k: &str, d: i64| match op.attrs().get(k) {
-        Some(AttrValue::Int(v)) => *v,
-        _ => d,
-    };
-    let auto_pad = match op.attrs().get("auto_pad") {
-        Some(AttrValue::String(s)) => s.as_str(),
-        _ => "NOTSET",
-    };
-    let w = op.input(1).map(|d| d.shape().dims().to_vec());
-    int("group", 1) == 1
-        && w.is_some_and(|w| w.len() == 4 && w[2] == 1 && w[3] == 1)
-        && ints("strides").is_none_or(|s| s.iter().all(|&v| v == 1))
-        && ints("pads").is_none_or(|p| p.iter().all(|&v| v == 0))
-        && matches!(auto_pad, "NOTSET" | "VALID")
+    op.op_type() == CONV_NHWC
+        && op.domain() == RGE_DOMAIN
+        && pointwise_window(op)
         && op.input_count() == 4
 }
 
