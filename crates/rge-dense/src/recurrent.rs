@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rge_kernels::{Kernel, KernelInit, KernelResult};
-use rge_kernels_sequence::{Act, FastGemm, PreparedBt};
+use rge_kernels_sequence::{Act, FastGemm, LstmCellBlock, PreparedBt};
 
 use crate::gemm::{self, AOperand, BOperand, Epilogue, GemmParams, PackedB};
 use crate::kernels::gemm_err;
@@ -48,6 +48,10 @@ impl FastGemm for DenseGemm {
             _ => return false,
         };
         gemm::activate(gemm::Isa::best(), &a, xs).is_ok()
+    }
+
+    fn lstm_cell(&self, cell: &mut LstmCellBlock<'_, f32>) -> bool {
+        gemm::lstm_cell(gemm::Isa::best(), cell).is_ok()
     }
 
     fn prepare_bt(

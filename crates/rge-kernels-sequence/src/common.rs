@@ -55,6 +55,11 @@ pub trait Acc:
         false
     }
 
+    /// [`FastGemm::lstm_cell`]; false when this is not f32 or the engine has no such code.
+    fn fast_lstm_cell(_fast: &dyn FastGemm, _cell: &mut LstmCellBlock<'_, Self>) -> bool {
+        false
+    }
+
     /// `c = a·bᵀ` with a prepared `b`; false when this is not f32.
     fn fast_prepared(
         _prep: &dyn PreparedBt,
@@ -147,6 +152,13 @@ pub trait FastGemm: Send + Sync {
         false
     }
 
+    /// One LSTM cell update with the default activations (σ, tanh, tanh), no clip and no
+    /// input-forget coupling, in one pass over the units with the engine's vector code; false
+    /// when the engine has none (nothing is written then, and it answers the same every time).
+    fn lstm_cell(&self, _cell: &mut LstmCellBlock<'_, f32>) -> bool {
+        false
+    }
+
     /// `b` (`n×k`, row stride `ldb`) prepared (packed) once for many [`PreparedBt::a_bt`]
     /// calls; `None` when the engine does not prepare.
     fn prepare_bt(
@@ -163,6 +175,43 @@ pub trait FastGemm: Send + Sync {
     /// operands this engine prepares compute column ranges; `None` when they do not.
     fn column_align(&self) -> Option<usize> {
         None
+    }
+}
+
+/// One batch row's LSTM cell update over `c.len()` hidden units, every operand cut to those
+/// units, gates in ONNX's order i, o, f, c:
+///
+/// ```text
+/// i = σ(x_i + r_i + b_i + p_i·c)    f = σ(x_f + r_f + b_f + p_f·c)    g = tanh(x_c + r_c + b_c)
+/// c ← f·c + i·g                     o = σ(x_o + r_o + b_o + p_o·c)    h = o·tanh(c)
+/// ```
+pub struct LstmCellBlock<'a, F> {
+    /// Each gate's input projection `x·Wᵀ`.
+    pub x: [&'a [F]; 4],
+    /// Each gate's `h·Rᵀ`.
+    pub r: [&'a [F]; 4],
+    /// Each gate's bias (`Wb + Rb`).
+    pub bias: [&'a [F]; 4],
+    /// The peepholes of gates i, o and f.
+    pub peep: [&'a [F]; 3],
+    /// The previous cell state in, the new one out.
+    pub c: &'a mut [F],
+    /// The new hidden state.
+    pub h: &'a mut [F],
+}
+
+impl<F> LstmCellBlock<'_, F> {
+    /// Whether every operand holds the `c.len()` units.
+    pub fn is_consistent(&self) -> bool {
+        let n = self.c.len();
+        self.h.len() == n
+            && self
+                .x
+                .iter()
+                .chain(&self.r)
+                .chain(&self.bias)
+                .chain(&self.peep)
+                .all(|v| v.len() == n)
     }
 }
 
@@ -276,6 +325,9 @@ acc_impl!(
     },
     fn fast_activate(fast: &dyn FastGemm, act: &crate::rnn::Act, xs: &mut [f32]) -> bool {
         fast.activate(act, xs)
+    },
+    fn fast_lstm_cell(fast: &dyn FastGemm, cell: &mut LstmCellBlock<'_, f32>) -> bool {
+        fast.lstm_cell(cell)
     },
     fn fast_prepared(
         prep: &dyn PreparedBt,

@@ -16,7 +16,7 @@ use rge_kernels::{KernelRegistryBuilder, KernelResult, ONNX_DOMAIN};
 
 pub use attention::attention_with;
 pub use attention_fast::{check_bias, HeadMath, PortableHeads};
-pub use common::{FastGemm, Gemm, PreparedBt};
+pub use common::{FastGemm, Gemm, LstmCellBlock, PreparedBt};
 pub use rnn::{recurrent_with, Act};
 
 /// Registers this family's kernels.

@@ -328,6 +328,26 @@ fn packed_shape(
     }
 }
 
+/// One LSTM cell update with σ, tanh, tanh in one pass, on `isa`'s vector code
+/// ([`rge_kernels_sequence::LstmCellBlock`] says what it computes).
+pub fn lstm_cell(
+    isa: Isa,
+    cell: &mut rge_kernels_sequence::LstmCellBlock<'_, f32>,
+) -> Result<(), GemmError> {
+    if !isa.is_available() {
+        return Err(GemmError::IsaUnavailable(isa));
+    }
+    if !cell.is_consistent() {
+        return Err(GemmError::Window(format!(
+            "an LSTM cell of {} units with an operand of another length",
+            cell.c.len()
+        )));
+    }
+    // SAFETY: the operands hold the units, checked above.
+    unsafe { simd::lstm_cell(isa, cell) };
+    Ok(())
+}
+
 /// Applies `act` in place with `isa`'s vector code: the epilogue's activation on its own (the
 /// same code the GEMM runs, exposed for other kernels and for accuracy tests).
 pub fn activate(isa: Isa, act: &Activation, xs: &mut [f32]) -> Result<(), GemmError> {

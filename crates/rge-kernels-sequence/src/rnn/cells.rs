@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use rge_kernels::{KernelError, KernelResult};
 
 use super::{Act, Prepared};
-use crate::common::{Acc, Gemm, PreparedBt};
+use crate::common::{Acc, Gemm, LstmCellBlock, PreparedBt};
 
 /// The per-direction settings.
 pub struct DirCfg<'a, F> {
@@ -339,6 +339,49 @@ impl<F: Acc> LstmCell<'_, F> {
         }
     }
 
+    /// The update on the engine's one-pass cell ([`FastGemm::lstm_cell`]) when the cell is
+    /// the default one (σ, tanh, tanh; no clip; no input-forget coupling) and the engine has
+    /// it; false (nothing written) otherwise.
+    ///
+    /// [`FastGemm::lstm_cell`]: crate::FastGemm::lstm_cell
+    fn fused(
+        &self,
+        units: std::ops::Range<usize>,
+        x: &[F],
+        g: GateBlocks<'_, F>,
+        h: &mut [F],
+        c: &mut [F],
+    ) -> bool {
+        let cfg = self.cfg;
+        let plain = matches!(cfg.acts, [Act::Sigmoid, Act::Tanh, Act::Tanh, ..])
+            && cfg.clip.is_none()
+            && !cfg.input_forget;
+        let Some(fast) = self.p.fast.as_deref().filter(|_| plain) else {
+            return false;
+        };
+        let hid = self.p.hidden;
+        for (o, r) in g.iter() {
+            let n = r[0].len();
+            let u0 = units.start + o;
+            fn at<F>(v: &[F], q: usize, hid: usize, u0: usize, n: usize) -> &[F] {
+                &v[q * hid + u0..q * hid + u0 + n]
+            }
+            let mut cell = LstmCellBlock {
+                x: [0, 1, 2, 3].map(|q| at(x, q, hid, u0, n)),
+                r,
+                bias: [0, 1, 2, 3].map(|q| at(self.bias, q, hid, u0, n)),
+                peep: [0, 1, 2].map(|q| at(self.peep, q, hid, u0, n)),
+                c: &mut c[o..o + n],
+                h: &mut h[o..o + n],
+            };
+            // The engine answers the same for every block: a refusal comes on the first.
+            if !F::fast_lstm_cell(fast, &mut cell) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// One batch row's step over hidden units `units`: from its `x·Wᵀ + Wb` row `x` (all
     /// `4·hidden` values) and the units' `h·Rᵀ` values `g`, the new hidden state into `h` and
     /// cell state into `c` (which holds the previous one), `units.len()` values each.
@@ -369,6 +412,9 @@ impl<F: Acc> LstmCell<'_, F> {
                 v.iter_mut().for_each(|x| *x = x.max(-c).min(c));
             }
         };
+        if self.fused(units.clone(), x, g, &mut h[..w], &mut c[..w]) {
+            return;
+        }
         let c = &mut c[..w];
         let (ig, fg, og, cg, ct) = (
             &mut sc.ig[..w],

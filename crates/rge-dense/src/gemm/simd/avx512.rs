@@ -5,6 +5,7 @@ use std::arch::x86_64::*;
 
 use super::{dispatch_tile, micro, micro_row, store_tile, GemmSimd, Store, Tile};
 use crate::gemm::epilogue::Activation;
+use rge_kernels_sequence::LstmCellBlock;
 
 pub(crate) use rge_simd::Avx512;
 
@@ -108,5 +109,24 @@ pub(crate) fn activate(act: &Activation, xs: &mut [f32]) {
         // SAFETY: the token proves the features are present.
         Some(s) => unsafe { activate_tf(s, act, xs) },
         None => super::scalar::activate(act, xs),
+    }
+}
+
+/// # Safety
+/// `cell.is_consistent()`.
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn lstm_cell_tf(s: Avx512, cell: &mut LstmCellBlock<'_, f32>) {
+    // SAFETY: forwarded contract.
+    unsafe { super::lstm_cell::update(s, cell) }
+}
+
+/// # Safety
+/// `cell.is_consistent()`.
+pub(crate) unsafe fn lstm_cell(cell: &mut LstmCellBlock<'_, f32>) {
+    match Avx512::new() {
+        // SAFETY: the token proves the features; the caller's contract.
+        Some(s) => unsafe { lstm_cell_tf(s, cell) },
+        // SAFETY: the caller's contract.
+        None => unsafe { super::scalar::lstm_cell(cell) },
     }
 }

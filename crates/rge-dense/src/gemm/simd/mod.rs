@@ -13,6 +13,7 @@ use super::pack::{PANEL_A, PANEL_B};
 pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx512;
+mod lstm_cell;
 pub(crate) mod scalar;
 
 pub use rge_simd::Isa;
@@ -107,6 +108,23 @@ pub(crate) fn activate(isa: Isa, act: &epilogue::Activation, xs: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => avx2::activate(act, xs),
         _ => scalar::activate(act, xs),
+    }
+}
+
+/// [`lstm_cell::update`] with `isa`'s vector code.
+///
+/// # Safety
+/// `cell.is_consistent()`.
+pub(crate) unsafe fn lstm_cell(isa: Isa, cell: &mut rge_kernels_sequence::LstmCellBlock<'_, f32>) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => avx512::lstm_cell(cell),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => avx2::lstm_cell(cell),
+            _ => scalar::lstm_cell(cell),
+        }
     }
 }
 

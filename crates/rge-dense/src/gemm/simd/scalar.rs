@@ -51,3 +51,12 @@ pub(crate) unsafe fn tile(t: &Tile, st: &Store<'_>) {
 pub(crate) fn activate(act: &Activation, xs: &mut [f32]) {
     super::activate_slice(rge_simd::Lanes::<L>, act, xs)
 }
+
+/// The portable twin of the vector cells (the tests compare them).
+///
+/// # Safety
+/// `cell.is_consistent()`.
+pub(crate) unsafe fn lstm_cell(cell: &mut rge_kernels_sequence::LstmCellBlock<'_, f32>) {
+    // SAFETY: the caller's contract.
+    unsafe { super::lstm_cell::update(rge_simd::Lanes::<L>, cell) }
+}
