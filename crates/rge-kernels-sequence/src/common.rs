@@ -153,7 +153,7 @@ pub trait FastGemm: Send + Sync {
     }
 
     /// One LSTM cell update with the default activations (σ, tanh, tanh), no clip and no
-    /// input-forget coupling, in one pass over the units with the engine's vector code; false
+    /// input-forget coupling, on the engine's vector code (no scratch rows); false
     /// when the engine has none (nothing is written then, and it answers the same every time).
     fn lstm_cell(&self, _cell: &mut LstmCellBlock<'_, f32>) -> bool {
         false

@@ -328,7 +328,7 @@ fn packed_shape(
     }
 }
 
-/// One LSTM cell update with σ, tanh, tanh in one pass, on `isa`'s vector code
+/// One LSTM cell update with σ, tanh, tanh on `isa`'s vector code, the gates in registers
 /// ([`rge_kernels_sequence::LstmCellBlock`] says what it computes).
 pub fn lstm_cell(
     isa: Isa,

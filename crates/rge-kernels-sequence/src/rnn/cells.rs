@@ -325,6 +325,12 @@ impl<F: Acc> LstmScratch<F> {
     }
 }
 
+/// Gate `q`'s values of units `u` in `v`, which holds the gates one after the other, `hid`
+/// values each.
+fn gate<'v, F>(v: &'v [F], q: usize, hid: usize, u: &std::ops::Range<usize>) -> &'v [F] {
+    &v[q * hid + u.start..q * hid + u.end]
+}
+
 impl<F: Acc> LstmCell<'_, F> {
     /// `xs = acts[k](xs)`: the engine's vector code, else element by element.
     fn act(&self, k: usize, xs: &mut [F]) {
@@ -339,7 +345,7 @@ impl<F: Acc> LstmCell<'_, F> {
         }
     }
 
-    /// The update on the engine's one-pass cell ([`FastGemm::lstm_cell`]) when the cell is
+    /// The update on the engine's vector cell ([`FastGemm::lstm_cell`]) when the cell is
     /// the default one (σ, tanh, tanh; no clip; no input-forget coupling) and the engine has
     /// it; false (nothing written) otherwise.
     ///
@@ -362,15 +368,12 @@ impl<F: Acc> LstmCell<'_, F> {
         let hid = self.p.hidden;
         for (o, r) in g.iter() {
             let n = r[0].len();
-            let u0 = units.start + o;
-            fn at<F>(v: &[F], q: usize, hid: usize, u0: usize, n: usize) -> &[F] {
-                &v[q * hid + u0..q * hid + u0 + n]
-            }
+            let u = units.start + o..units.start + o + n;
             let mut cell = LstmCellBlock {
-                x: [0, 1, 2, 3].map(|q| at(x, q, hid, u0, n)),
+                x: [0, 1, 2, 3].map(|q| gate(x, q, hid, &u)),
                 r,
-                bias: [0, 1, 2, 3].map(|q| at(self.bias, q, hid, u0, n)),
-                peep: [0, 1, 2].map(|q| at(self.peep, q, hid, u0, n)),
+                bias: [0, 1, 2, 3].map(|q| gate(self.bias, q, hid, &u)),
+                peep: [0, 1, 2].map(|q| gate(self.peep, q, hid, &u)),
                 c: &mut c[o..o + n],
                 h: &mut h[o..o + n],
             };
@@ -396,9 +399,6 @@ impl<F: Acc> LstmCell<'_, F> {
     ) {
         let hid = self.p.hidden;
         let w = units.len();
-        fn gate<'v, F>(v: &'v [F], q: usize, hid: usize, u: &std::ops::Range<usize>) -> &'v [F] {
-            &v[q * hid + u.start..q * hid + u.end]
-        }
         let part = |v, q| gate(v, q, hid, &units);
         // Every operand cut to `w` values, so the loops below index without bounds checks.
         let (xi, xo, xf, xc) = (part(x, 0), part(x, 1), part(x, 2), part(x, 3));

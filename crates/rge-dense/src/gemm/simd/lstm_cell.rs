@@ -28,20 +28,8 @@ pub(crate) unsafe fn update<S: Simd>(s: S, cell: &mut LstmCellBlock<'_, f32>) {
         // SAFETY: j + m <= n and every operand holds n values (the caller's contract).
         unsafe {
             let c0 = load(s, c, j, m);
-            let i = math::sigmoid(
-                s,
-                s.add(
-                    pre(s, x[0], r[0], b[0], j, m),
-                    s.mul(load(s, p[0].as_ptr(), j, m), c0),
-                ),
-            );
-            let f = math::sigmoid(
-                s,
-                s.add(
-                    pre(s, x[2], r[2], b[2], j, m),
-                    s.mul(load(s, p[2].as_ptr(), j, m), c0),
-                ),
-            );
+            let i = math::sigmoid(s, peeped(s, pre(s, x[0], r[0], b[0], j, m), p[0], c0, j, m));
+            let f = math::sigmoid(s, peeped(s, pre(s, x[2], r[2], b[2], j, m), p[2], c0, j, m));
             let g = math::tanh(s, pre(s, x[3], r[3], b[3], j, m));
             store(s, c, j, m, s.add(s.mul(f, c0), s.mul(i, g)));
         }
@@ -53,13 +41,7 @@ pub(crate) unsafe fn update<S: Simd>(s: S, cell: &mut LstmCellBlock<'_, f32>) {
         // SAFETY: as above.
         unsafe {
             let c1 = load(s, c, j, m);
-            let o = math::sigmoid(
-                s,
-                s.add(
-                    pre(s, x[1], r[1], b[1], j, m),
-                    s.mul(load(s, p[1].as_ptr(), j, m), c1),
-                ),
-            );
+            let o = math::sigmoid(s, peeped(s, pre(s, x[1], r[1], b[1], j, m), p[1], c1, j, m));
             store(s, h, j, m, s.mul(o, math::tanh(s, c1)));
         }
         j += m;
@@ -78,6 +60,16 @@ unsafe fn pre<S: Simd>(s: S, x: &[f32], r: &[f32], b: &[f32], j: usize, m: usize
         let v = s.add(load(s, x.as_ptr(), j, m), load(s, r.as_ptr(), j, m));
         s.add(v, load(s, b.as_ptr(), j, m))
     }
+}
+
+/// A gate's sum plus its peephole times the cell state: `sum + p·c`.
+///
+/// # Safety
+/// `p` readable for `m` floats at `j`.
+#[inline(always)]
+unsafe fn peeped<S: Simd>(s: S, sum: S::V, p: &[f32], c: S::V, j: usize, m: usize) -> S::V {
+    // SAFETY: the caller's contract.
+    unsafe { s.add(sum, s.mul(load(s, p.as_ptr(), j, m), c)) }
 }
 
 /// `m ≤ LANES` values from `v + j` (zeros past them).
